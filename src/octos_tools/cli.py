@@ -1,0 +1,410 @@
+"""The ``octos-tools`` command (DESIGN.md §6), built with typer and rich.
+
+* ``octos-tools call TOOL [ARGS] --workspace DIR [--config FILE] [--json]``: run one call;
+  ``ARGS`` is the raw argument string as a model would send it (standard input when
+  omitted). Exit 0 whenever the tool ran, 2 on a usage error.
+* ``octos-tools tools [--json] [--tokens]``: the catalog.
+* ``octos-tools policy explain TOOL [--provider P] [--model M]``: which rule decided.
+* ``octos-tools contract``: the coding tool contract as JSON.
+* ``octos-tools serve``: the MCP server (the main job).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .config import Config, load_config
+from .errors import ConfigError, OctosToolsError
+from .policy import GROUPS, PolicyReason, first_group_of, resolve_provider_policy
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
+    from .tool import ToolResult
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="octos-tools",
+    help="The tool runtime for LLM agents: run tools, inspect policy, serve them over MCP.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+policy_app = typer.Typer(help="Inspect tool policies.", no_args_is_help=True)
+app.add_typer(policy_app, name="policy")
+
+_err = Console(stderr=True)
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace",
+        "-w",
+        help="Workspace root (default: the config's workspace, else the current directory).",
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Config file (JSON or TOML).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ReadOnlyOpt = Annotated[
+    bool, typer.Option("--read-only", help="Remove every tool that can modify anything.")
+]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"octos-tools {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log to stderr.")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _usage_error(message: str) -> NoReturn:
+    _err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    raise typer.Exit(2)
+
+
+def _load(config: Path | None, read_only: bool = False) -> Config:
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    if read_only and not cfg.read_only:
+        cfg = cfg.model_copy(update={"read_only": True})
+    return cfg
+
+
+def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
+    from .profile import build_registry
+
+    root = workspace if workspace is not None else cfg.workspace
+    if root is not None and not Path(root).is_dir():
+        _usage_error(f"workspace {str(root)!r} is not an existing directory")
+    try:
+        return build_registry(cfg, root)
+    except OctosToolsError as exc:
+        _usage_error(str(exc))
+
+
+def _read_stdin() -> bytes:
+    if sys.stdin is None or sys.stdin.isatty():
+        return b""
+    return sys.stdin.buffer.read()
+
+
+@app.command()
+def call(
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[
+        str | None,
+        typer.Argument(help="Raw argument string (JSON object); read from stdin when omitted."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+    read_only: ReadOnlyOpt = False,
+) -> None:
+    """Run one tool call exactly as a model's call would run."""
+    cfg = _load(config, read_only)
+    raw: str | bytes = args if args is not None else _read_stdin()
+    registry = _registry(cfg, workspace)
+
+    async def run() -> ToolResult:
+        try:
+            result: ToolResult = await _with_progress(
+                registry.execute(tool, raw), tool, json_output
+            )
+            return result
+        finally:
+            await registry.aclose()
+
+    result = anyio.run(run)
+    if json_output:
+        payload = {
+            "success": result.success,
+            "output": result.output,
+            "error": result.error if not result.success else None,
+            "file_modified": result.file_modified,
+            "structured_metadata": result.structured_metadata,
+        }
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        return
+    if result.success:
+        sys.stdout.write(result.output)
+        if result.output and not result.output.endswith("\n"):
+            sys.stdout.write("\n")
+    else:
+        kind = result.error_kind.value if result.error_kind else "error"
+        sys.stdout.write(result.output + "\n")
+        _err.print(f"[red]{kind}[/red]", highlight=False)
+    sys.stdout.flush()
+
+
+async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
+    """Await ``awaitable``, showing a spinner on an interactive terminal after 1 s."""
+    if quiet or not _err.is_terminal:
+        return await awaitable
+    result: list[Any] = []
+
+    async def runner() -> None:
+        result.append(await awaitable)
+        tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner)
+        await anyio.sleep(1.0)
+        started = time.monotonic()
+        with _err.status(f"running {tool}…") as status:
+            while True:
+                await anyio.sleep(0.25)
+                status.update(f"running {tool}… {time.monotonic() - started + 1:.0f}s")
+    return result[0]
+
+
+def _estimate_tokens(spec_json: str) -> int:
+    from .tokens import count_tokens
+
+    return count_tokens(spec_json)
+
+
+@app.command()
+def tools(
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+    tokens: Annotated[
+        bool, typer.Option("--tokens", help="Show the tokens of each visible spec and the total.")
+    ] = False,
+    read_only: ReadOnlyOpt = False,
+) -> None:
+    """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
+    from .builtins import MISSING_EXTRAS
+    from .tokens import TOKENIZER_NAME
+
+    cfg = _load(config, read_only)
+    registry = _registry(cfg, workspace)
+    rows: list[dict[str, Any]] = []
+    total = 0
+    for name in registry.names():
+        tool = registry.get(name)
+        assert tool is not None
+        decision = registry.evaluate(name)
+        if not decision.allowed:
+            state = "denied"
+        elif registry.is_deferred(name):
+            state = "deferred"
+        elif registry.is_visible(name):
+            state = "visible"
+        else:
+            state = "hidden"
+        spec_tokens = None
+        if state == "visible":
+            spec = tool.spec_for(registry)
+            spec_tokens = _estimate_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
+            total += spec_tokens
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tool.tags),
+                "class": tool.concurrency_class.value,
+                "state": state,
+                "spawn_only": registry.is_spawn_only(name),
+                "tokens": spec_tokens,
+            }
+        )
+    for policy in registry.hard_policies:
+        for entry in policy.deny:
+            for name in GROUPS.get(entry, (entry,)):
+                if name not in registry and not name.endswith("*"):
+                    rows.append(
+                        {
+                            "name": name,
+                            "group": first_group_of(name),
+                            "tags": [],
+                            "class": None,
+                            "state": "denied",
+                            "spawn_only": False,
+                            "tokens": None,
+                        }
+                    )
+    missing = [{"name": n, "extra": e} for n, e in sorted(MISSING_EXTRAS.items())]
+    anyio.run(registry.aclose)
+    if json_output:
+        data: dict[str, Any] = {"tools": rows, "missing": missing}
+        data["first_request_tokens"] = total
+        data["tokenizer"] = TOKENIZER_NAME
+        typer.echo(json.dumps(data, indent=2))
+        return
+    out = Console()
+    table = Table(title=f"octos-tools: {len(registry)} tools registered", title_justify="left")
+    for col in ("name", "group", "tags", "class", "state"):
+        table.add_column(col)
+    if tokens:
+        table.add_column("tokens", justify="right")
+    seen: set[str] = set()
+    for row in rows:
+        if row["name"] in seen:
+            continue
+        seen.add(row["name"])
+        cells = [
+            row["name"],
+            row["group"] or "",
+            ",".join(row["tags"]),
+            row["class"] or "",
+            row["state"],
+        ]
+        if tokens:
+            cells.append("" if row["tokens"] is None else str(row["tokens"]))
+        table.add_row(*cells)
+    out.print(table)
+    if tokens:
+        out.print(
+            f"first request: {total} tokens in {len(registry.specs())} visible specs "
+            f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
+        )
+    for item in missing:
+        out.print(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
+
+
+@policy_app.command("explain")
+def policy_explain(
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    provider: Annotated[
+        str | None, typer.Option("--provider", help="Provider name for tool_policy_by_provider.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model id for tool_policy_by_provider.")
+    ] = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Explain which rule of which policy allows or denies TOOL, and why."""
+    cfg = _load(config)
+    steps: list[dict[str, Any]] = []
+    allowed = True
+    if cfg.read_only:
+        steps.append(
+            {
+                "policy": "read_only",
+                "allowed": None,
+                "detail": "read-only preset: every Exclusive tool is removed",
+            }
+        )
+    hard = cfg.tool_policy.to_policy()
+    d = hard.evaluate(tool, check_tags=False)
+    steps.append(
+        {
+            "policy": "tool_policy",
+            "allowed": d.allowed,
+            "reason": d.reason.value,
+            "entry": d.entry,
+            "detail": d.detail if not hard.is_empty() else "empty policy: allows everything",
+        }
+    )
+    allowed = allowed and d.allowed
+    resolved = resolve_provider_policy(
+        cfg.provider_policies(), provider or cfg.provider, model or cfg.model
+    )
+    if resolved is None:
+        steps.append(
+            {
+                "policy": "tool_policy_by_provider",
+                "allowed": True,
+                "detail": "no entry matches "
+                f"model {model or cfg.model!r} or provider {provider or cfg.provider!r}",
+            }
+        )
+    else:
+        key, policy = resolved
+        pd = policy.evaluate(tool, check_tags=False)
+        steps.append(
+            {
+                "policy": f"tool_policy_by_provider[{key!r}]",
+                "allowed": pd.allowed,
+                "reason": pd.reason.value,
+                "entry": pd.entry,
+                "detail": pd.detail,
+                "matched_by": "model id" if key == (model or cfg.model) else "provider name",
+            }
+        )
+        allowed = allowed and pd.allowed
+        if policy.require_tags:
+            steps.append(
+                {
+                    "policy": f"tool_policy_by_provider[{key!r}].require_tags",
+                    "allowed": None,
+                    "detail": f"tagged tools need one of {list(policy.require_tags)}; "
+                    "untagged tools pass",
+                }
+            )
+    verdict = {
+        "tool": tool,
+        "allowed": allowed,
+        "group": first_group_of(tool),
+        "steps": steps,
+        "rule": "deny always wins; an empty allow list allows all not denied",
+    }
+    if json_output:
+        typer.echo(json.dumps(verdict, indent=2))
+        return
+    out = Console()
+    out.print(f"[bold]{tool}[/bold]: {'[green]allowed' if allowed else '[red]denied'}")
+    for step in steps:
+        mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
+        out.print(f"  {step['policy']}: {mark} - {step['detail']}", highlight=False)
+    _ = PolicyReason
+
+
+@app.command()
+def contract(
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print the coding tool contract (coding.tool_contract.v1) as JSON."""
+    from .contract import build_contract
+
+    cfg = _load(config)
+    registry = _registry(cfg, workspace)
+    doc = build_contract(registry)
+    anyio.run(registry.aclose)
+    typer.echo(json.dumps(doc, indent=2))
+
+
+def main() -> None:
+    """Entry point of the ``octos-tools`` script."""
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    try:
+        app()
+    except OctosToolsError as exc:  # a programmer-facing error that escaped a command
+        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)

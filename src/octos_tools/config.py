@@ -1,0 +1,300 @@
+"""The configuration file model (JSON or TOML), validated with pydantic (DESIGN.md §6).
+
+Every section has a default that is safe for a newcomer; an unknown key or a bad value is a
+:class:`~octos_tools.errors.ConfigError` naming the file and the key path.
+
+Example (JSON)::
+
+    {
+      "workspace": ".",
+      "tool_policy": {"deny": ["group:web"]},
+      "tool_policy_by_provider": {"gemini": {"allow": ["group:fs", "group:search"]}},
+      "context_filter": ["code"],
+      "deferred_groups": ["group:admin", "group:sessions", "group:web", "group:runtime",
+                          "group:media"],
+      "lifecycle": {"max_active": 15, "idle_threshold": 5},
+      "limits": {"max_args_bytes": 1048576, "max_output_bytes": 50000,
+                 "tool_timeout_secs": 1800},
+      "mcp_servers": {"files": {"command": "npx", "args": ["-y", "some-server"]}}
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+from .policy import ToolPolicy
+
+__all__ = [
+    "DEFAULT_BASE_TOOLS",
+    "DEFAULT_DEFERRED_GROUPS",
+    "Config",
+    "LifecycleConfig",
+    "LimitsConfig",
+    "McpServerConfig",
+    "PolicyConfig",
+    "ShellConfig",
+    "WebConfig",
+    "WebSearchProviderConfig",
+    "load_config",
+]
+
+#: Groups deferred when more than ``max_active`` tools are visible (reference §2.6).
+DEFAULT_DEFERRED_GROUPS: tuple[str, ...] = (
+    "group:admin",
+    "group:sessions",
+    "group:web",
+    "group:runtime",
+    "group:media",
+)
+
+#: Tools never evicted by the LRU (the file and search tools, plus discovery helpers).
+DEFAULT_BASE_TOOLS: tuple[str, ...] = (
+    "read_file",
+    "write_file",
+    "edit_file",
+    "diff_edit",
+    "apply_patch",
+    "glob",
+    "grep",
+    "list_dir",
+    "activate_tools",
+    "tool_search",
+    "read_task_output",
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PolicyConfig(_Model):
+    """A :class:`~octos_tools.policy.ToolPolicy` in a config file."""
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    require_tags: list[str] = Field(default_factory=list)
+
+    def to_policy(self) -> ToolPolicy:
+        """The runtime :class:`ToolPolicy`."""
+        return ToolPolicy(self.allow, self.deny, self.require_tags)
+
+
+class LifecycleConfig(_Model):
+    """LRU settings (seed §6.2.3): at most ``max_active`` tools, evict after
+    ``idle_threshold`` idle model requests. ``defer`` switches host deferral on or off."""
+
+    max_active: int = Field(15, ge=1, le=1000)
+    idle_threshold: int = Field(5, ge=1, le=10_000)
+    defer: bool = True
+
+
+class LimitsConfig(_Model):
+    """Size and time limits.
+
+    Attributes:
+        max_args_bytes: the argument limit in bytes (seed §6.4: 1 MiB).
+        max_output_bytes: the default per-call output cap in bytes (70 % head, 30 % tail).
+        tool_timeout_secs: the default per-call timeout in seconds.
+    """
+
+    max_args_bytes: int = Field(1_048_576, ge=1, le=64 * 1_048_576)
+    max_output_bytes: int = Field(50_000, ge=256, le=100_000_000)
+    tool_timeout_secs: float = Field(1800.0, gt=0, le=86_400)
+
+
+class McpServerConfig(_Model):
+    """One MCP server to mount: stdio (``command``/``args``/``env``) or HTTP (``url``).
+
+    Attributes:
+        command: the program to start (stdio transport).
+        args: its arguments.
+        env: extra environment variables for it.
+        cwd: its working directory (default: the workspace).
+        url: a streamable-HTTP endpoint instead of a process.
+        headers: HTTP headers for ``url``.
+        timeout_secs: per-call timeout in seconds.
+        startup_timeout_secs: how long starting and listing tools may take, in seconds.
+        defer: defer the server's tool group from the first request.
+    """
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_secs: float = Field(60.0, gt=0, le=3600)
+    startup_timeout_secs: float = Field(30.0, gt=0, le=600)
+    defer: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return v
+
+    def model_post_init(self, __context: Any) -> None:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+
+
+class ShellConfig(_Model):
+    """Settings of ``shell`` and ``exec_command``.
+
+    Attributes:
+        default_timeout_secs: timeout when the call gives none (seconds, clamped 1–600).
+        max_output_bytes: output cap of one call, in bytes.
+        max_sessions: live ``exec_command`` sessions at most.
+        safe_policy: apply the octos SafePolicy deny / ask patterns.
+    """
+
+    default_timeout_secs: float = Field(120.0, ge=1, le=600)
+    max_output_bytes: int = Field(50_000, ge=256, le=10_000_000)
+    max_sessions: int = Field(64, ge=1, le=1024)
+    safe_policy: bool = True
+
+
+class WebSearchProviderConfig(_Model):
+    """One ``web_search`` provider of the chain, tried in order.
+
+    Attributes:
+        kind: ``searxng`` (needs ``url``), ``brave`` / ``tavily`` (need ``api_key`` or
+            ``api_key_env``), ``duckduckgo``.
+        url: base URL (SearXNG, or to override a provider's endpoint).
+        api_key: the key, inline.
+        api_key_env: the name of an environment variable holding the key.
+    """
+
+    kind: Literal["searxng", "brave", "tavily", "duckduckgo"]
+    url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+
+
+class WebConfig(_Model):
+    """Settings of ``web_fetch`` and ``web_search``.
+
+    Attributes:
+        allow_private_hosts: let ``web_fetch`` reach loopback / private addresses (off:
+            the SSRF guard refuses them).
+        max_body_bytes: response body cap while streaming, in bytes.
+        timeout_secs: request timeout in seconds.
+        search_providers: the ``web_search`` chain; the first provider with results wins.
+    """
+
+    allow_private_hosts: bool = False
+    max_body_bytes: int = Field(5_000_000, ge=1024, le=100_000_000)
+    timeout_secs: float = Field(30.0, gt=0, le=600)
+    search_providers: list[WebSearchProviderConfig] = Field(default_factory=list)
+
+
+class Config(_Model):
+    """The whole configuration file (DESIGN.md §6).
+
+    Attributes:
+        workspace: the workspace root; relative paths are taken from the config file's
+            folder. ``None``: the ``--workspace`` flag or the current directory.
+        read_only: remove every Exclusive tool (the ``--read-only`` preset).
+        tool_policy: the hard policy (``apply_policy``: removes tools).
+        tool_policy_by_provider: soft policies by exact model id or provider name.
+        provider / model: which entry of ``tool_policy_by_provider`` applies.
+        context_filter: tags; only tools with no tags or one of these are shown.
+        deferred_groups: groups deferred when too many tools are visible.
+        base_tools: tool names never evicted by the LRU.
+        lifecycle, limits, shell, web: see their classes.
+        mcp_servers: MCP servers to mount, by name.
+    """
+
+    workspace: str | None = None
+    read_only: bool = False
+    tool_policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    tool_policy_by_provider: dict[str, PolicyConfig] = Field(default_factory=dict)
+    provider: str | None = None
+    model: str | None = None
+    context_filter: list[str] = Field(default_factory=list)
+    deferred_groups: list[str] = Field(default_factory=lambda: list(DEFAULT_DEFERRED_GROUPS))
+    base_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_BASE_TOOLS))
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)  # type: ignore[arg-type]
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
+    shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
+    web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in v:
+            if not name or not all(c.isalnum() or c in "_-" for c in name):
+                raise ValueError(f"MCP server name {name!r} may use only letters, digits, _ and -")
+        return v
+
+    def provider_policies(self) -> dict[str, ToolPolicy]:
+        """``tool_policy_by_provider`` as runtime policies."""
+        return {k: v.to_policy() for k, v in self.tool_policy_by_provider.items()}
+
+    @classmethod
+    def from_mapping(cls, data: Any, *, source: str = "<config>") -> Config:
+        """Validate a parsed mapping.
+
+        Raises:
+            ConfigError: naming ``source`` and the key path of every problem.
+        """
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_format_validation_error(exc, source)) from None
+
+
+def _format_validation_error(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {path}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | os.PathLike[str] | None) -> Config:
+    """Read a JSON (``.json``) or TOML (``.toml``, or anything else that parses as TOML) file.
+
+    A relative ``workspace`` is resolved against the file's folder. ``None`` gives defaults.
+
+    Raises:
+        ConfigError: the file is missing, does not parse, or does not validate.
+    """
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
+    data: Any
+    if p.suffix.lower() == ".json" or raw.lstrip()[:1] in (b"{", b"["):
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p} is not valid JSON: {exc}") from None
+    else:
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold an object at the top level")
+    config = Config.from_mapping(data, source=str(p))
+    if config.workspace is not None and not os.path.isabs(config.workspace):
+        ws = str((p.parent / config.workspace).resolve())
+        config = config.model_copy(update={"workspace": ws})
+    return config

@@ -1,0 +1,167 @@
+"""Per-call context: :class:`ToolContext` and :func:`current_context` (seed §6.1).
+
+The registry passes a :class:`ToolContext` to ``Tool.execute_with_context`` and also sets it
+in a :class:`contextvars.ContextVar` around the call, so tools written against plain
+``execute(args)`` can still read it (the seed's task-local ``TOOL_CTX``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
+    from .workspace import Workspace
+
+__all__ = [
+    "ApprovalCallback",
+    "ApprovalRequest",
+    "ProgressReporter",
+    "ToolContext",
+    "ToolPermissions",
+    "UserInputCallback",
+    "current_context",
+    "use_context",
+]
+
+
+class ProgressReporter(Protocol):
+    """Receives progress of a long call: ``await reporter(progress, total, message)``.
+
+    ``progress`` and ``total`` are in the tool's own unit (bytes, files, steps); ``total`` is
+    ``None`` when unknown. The MCP server forwards these as progress notifications.
+    """
+
+    def __call__(
+        self, progress: float, total: float | None, message: str | None
+    ) -> Awaitable[None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What a tool asks a person to approve (the shell's ``ask`` patterns, for example).
+
+    Attributes:
+        tool: the tool name.
+        action: the exact action, e.g. the shell command line.
+        reason: why approval is needed (the matching rule).
+    """
+
+    tool: str
+    action: str
+    reason: str
+
+
+ApprovalCallback = Callable[[ApprovalRequest], Awaitable[bool]]
+"""``await approve(request) -> bool``: ``True`` to let the action run."""
+
+UserInputCallback = Callable[[dict[str, Any]], Awaitable[Any]]
+"""``await ask(request) -> answer``: used by ``request_user_input``; the request is the
+tool's validated arguments, the answer any JSON-serialisable value."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPermissions:
+    """Per-context tool permissions (reference §0.5 ``ToolPermissions``).
+
+    Attributes:
+        mode: an informational label (``"workspace_write"``, ``"read_only"``, …).
+        denied_tools: names refused in this context.
+        allowed_tools: if not ``None``, only these names are allowed.
+        read_only: file-writing tools refuse to write.
+    """
+
+    mode: str = "workspace_write"
+    denied_tools: frozenset[str] = frozenset()
+    allowed_tools: frozenset[str] | None = None
+    read_only: bool = False
+
+    def is_tool_allowed(self, name: str) -> bool:
+        """Not denied, and in ``allowed_tools`` when that set is given."""
+        if name in self.denied_tools:
+            return False
+        return self.allowed_tools is None or name in self.allowed_tools
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything a tool call may need besides its arguments (reference §0.5).
+
+    Attributes:
+        tool_call_id: the model's tool-call id (``""`` outside a model turn).
+        workspace: the :class:`~octos_tools.workspace.Workspace` of the call, or ``None``.
+        permissions: :class:`ToolPermissions` (default: allow all).
+        progress: a :class:`ProgressReporter`, or ``None``.
+        attachments: paths of files the user attached to the turn.
+        session_key: the host session this call belongs to (task ownership), or ``None``.
+        spawn_depth: sub-agent nesting depth, 0 at top level (limit 4 for ``spawn_agent``).
+        approval: callback asked before risky actions, or ``None`` (then they are refused
+            with ``approval_required``).
+        user_input: callback for ``request_user_input``, or ``None``.
+        state: a per-session mutable mapping shared by the calls of one host session
+            (``update_plan`` stores the plan here).
+        extras: host-specific values, untouched by octos-tools.
+        registry: the :class:`~octos_tools.registry.ToolRegistry` executing the call (set by
+            the registry; discovery tools such as ``activate_tools`` use it).
+    """
+
+    tool_call_id: str = ""
+    workspace: Workspace | None = None
+    permissions: ToolPermissions = field(default_factory=ToolPermissions)
+    progress: ProgressReporter | None = None
+    attachments: list[str] = field(default_factory=list)
+    session_key: str | None = None
+    spawn_depth: int = 0
+    approval: ApprovalCallback | None = None
+    user_input: UserInputCallback | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    registry: ToolRegistry | None = None
+
+    @classmethod
+    def zero(cls) -> ToolContext:
+        """The all-defaults context (empty ``tool_call_id``), as the seed's ``zero()``."""
+        return cls()
+
+    def for_call(self, tool_call_id: str) -> ToolContext:
+        """A copy with another ``tool_call_id``; mutable fields are shared, not copied."""
+        return replace(self, tool_call_id=tool_call_id)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Forward progress to the reporter, if any; errors of the reporter are ignored."""
+        if self.progress is None:
+            return
+        try:
+            await self.progress(progress, total, message)
+        except Exception:  # noqa: BLE001 - progress must never fail a call
+            return
+
+
+_CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "octos_tools_tool_context", default=None
+)
+
+
+def current_context() -> ToolContext:
+    """The :class:`ToolContext` of the tool call running in this task.
+
+    Outside a call it returns a fresh :meth:`ToolContext.zero`.
+    """
+    ctx = _CURRENT.get()
+    return ctx if ctx is not None else ToolContext.zero()
+
+
+@contextmanager
+def use_context(ctx: ToolContext) -> Iterator[ToolContext]:
+    """Set ``ctx`` as :func:`current_context` for the ``with`` block (task-local)."""
+    token = _CURRENT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,308 @@
+"""Tool policies: allow / deny / require_tags with deny-wins semantics (seed §6.3).
+
+An entry of ``allow`` or ``deny`` is one of, tried in this order (reference §3.2):
+
+1. ``group:NAME``: a group of :data:`GROUPS` (the seed's table; reference §3.5), matching
+   its members. Groups registered at run time (``group:mcp:<server>``) are added with
+   :func:`register_group`.
+2. ``prefix*``: every name starting with ``prefix`` (``*`` alone matches everything).
+3. an exact tool name.
+
+Unknown ``group:`` names fall through to exact matching and so never match a real tool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "GROUPS",
+    "GROUP_DESCRIPTIONS",
+    "PolicyDecision",
+    "PolicyReason",
+    "ToolPolicy",
+    "entry_matches",
+    "first_group_of",
+    "group_members",
+    "register_group",
+    "resolve_provider_policy",
+]
+
+#: The seed's group table (reference §3.5). Order matters: the *first* group containing a
+#: tool is the one activated when a deferred tool is called.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "group:fs": ("read_file", "write_file", "apply_patch", "edit_file", "diff_edit"),
+    "group:runtime": ("shell", "exec_command", "write_stdin", "bash"),
+    "group:web": ("web_search", "web_fetch", "browser"),
+    "group:search": ("glob", "grep", "list_dir"),
+    "group:sessions": (
+        "spawn",
+        "spawn_agent",
+        "send_input",
+        "resume_agent",
+        "wait_agent",
+        "close_agent",
+        "delegate",
+    ),
+    "group:memory": ("recall_memory", "save_memory"),
+    "group:research": ("search", "synthesize_research", "deep_crawl"),
+    "group:admin": ("manage_skills", "configure_tool", "model_check"),
+    "group:media": (
+        "mofa_comic",
+        "mofa_slides",
+        "mofa_infographic",
+        "mofa_cards",
+        "fm_tts",
+        "fm_voice_list",
+        "image_generation",
+    ),
+    "group:delegated": (
+        "delegate_task",
+        "spawn",
+        "send_message",
+        "message",
+        "save_memory",
+        "execute_code",
+    ),
+}
+
+#: One-line description of each group (used by ``activate_tools`` and ``octos-tools tools``).
+GROUP_DESCRIPTIONS: dict[str, str] = {
+    "group:fs": "File operations",
+    "group:runtime": "Shell command execution",
+    "group:web": "Web search, page fetching, and headless browser",
+    "group:search": "File and content search",
+    "group:sessions": "Spawn background subagents",
+    "group:memory": "Long-term memory",
+    "group:research": "Deep multi-round web research",
+    "group:admin": "Skill management, tool configuration, model switching",
+    "group:media": "Media generation",
+    "group:delegated": "Delegated child deny list",
+}
+
+
+def register_group(name: str, members: Iterable[str], description: str = "") -> None:
+    """Add or replace a group at run time (e.g. ``group:mcp:<server>``).
+
+    Args:
+        name: the full group name, starting with ``group:``.
+        members: the tool names in the group.
+        description: a one-line description.
+
+    Raises:
+        ValueError: if ``name`` does not start with ``group:`` or names a seed group.
+    """
+    if not name.startswith("group:"):
+        raise ValueError(f"group names start with 'group:', got {name!r}")
+    if name in _SEED_GROUPS:
+        raise ValueError(f"{name!r} is a built-in group of the seed's table and cannot change")
+    GROUPS[name] = tuple(dict.fromkeys(members))
+    GROUP_DESCRIPTIONS[name] = description or name
+
+
+_SEED_GROUPS = frozenset(GROUPS)
+
+
+def group_members(group: str) -> tuple[str, ...]:
+    """Members of ``group`` (``()`` for an unknown group)."""
+    return GROUPS.get(group, ())
+
+
+def first_group_of(name: str) -> str | None:
+    """The first group of the table containing ``name``, or ``None``."""
+    for group, members in GROUPS.items():
+        if name in members:
+            return group
+    return None
+
+
+def entry_matches(entry: str, name: str) -> bool:
+    """Whether one policy entry matches a tool name (reference §3.2)."""
+    if entry in GROUPS:
+        return name in GROUPS[entry]
+    if entry.endswith("*"):
+        return name.startswith(entry[:-1])
+    return entry == name
+
+
+class PolicyReason(str, Enum):
+    """Why a :class:`PolicyDecision` came out as it did."""
+
+    ALLOWED_NO_ALLOW_LIST = "allowed_no_allow_list"
+    ALLOWED_BY_ENTRY = "allowed_by_entry"
+    POLICY_DENY = "policy_deny"
+    """Matched a ``deny`` entry (the seed's metric reason)."""
+    NOT_IN_ALLOW_LIST = "not_in_allow_list"
+    MISSING_REQUIRED_TAG = "missing_required_tag"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """The outcome of :meth:`ToolPolicy.evaluate`.
+
+    Attributes:
+        allowed: the verdict.
+        reason: a :class:`PolicyReason`.
+        entry: the ``allow`` / ``deny`` entry that decided, or ``None``.
+        detail: one sentence a person can read.
+    """
+
+    allowed: bool
+    reason: PolicyReason
+    entry: str | None
+    detail: str
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """Which tools may be used: ``allow``, ``deny`` and ``require_tags`` (seed §6.3).
+
+    Rules: deny always wins; an empty ``allow`` list allows everything not denied;
+    ``require_tags``: a tool passes if it has no tags or shares one with the list.
+
+    Attributes:
+        allow: entries a tool must match (when non-empty).
+        deny: entries that refuse a tool whatever ``allow`` says.
+        require_tags: tags of which a tagged tool must carry at least one.
+    """
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    require_tags: tuple[str, ...] = field(default=())
+
+    def __init__(
+        self,
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        require_tags: Iterable[str] = (),
+    ) -> None:
+        for label, value in (("allow", allow), ("deny", deny), ("require_tags", require_tags)):
+            if isinstance(value, str):
+                raise TypeError(f"ToolPolicy.{label} takes a list of strings, not a string")
+        object.__setattr__(self, "allow", tuple(allow))
+        object.__setattr__(self, "deny", tuple(deny))
+        object.__setattr__(self, "require_tags", tuple(require_tags))
+
+    def is_empty(self) -> bool:
+        """``True`` when all three lists are empty (the policy allows everything)."""
+        return not (self.allow or self.deny or self.require_tags)
+
+    def evaluate(
+        self, name: str, tags: Sequence[str] = (), *, check_tags: bool = True
+    ) -> PolicyDecision:
+        """Decide for one tool, with the reason and the entry that decided.
+
+        Args:
+            name: the tool name.
+            tags: the tool's tags (for ``require_tags``).
+            check_tags: apply ``require_tags`` (``False`` gives the name-only verdict).
+        """
+        for entry in self.deny:
+            if entry_matches(entry, name):
+                return PolicyDecision(
+                    False, PolicyReason.POLICY_DENY, entry, f"{name!r} matches deny entry {entry!r}"
+                )
+        if self.allow:
+            for entry in self.allow:
+                if entry_matches(entry, name):
+                    decision = PolicyDecision(
+                        True,
+                        PolicyReason.ALLOWED_BY_ENTRY,
+                        entry,
+                        f"{name!r} matches allow entry {entry!r}",
+                    )
+                    break
+            else:
+                return PolicyDecision(
+                    False,
+                    PolicyReason.NOT_IN_ALLOW_LIST,
+                    None,
+                    f"{name!r} matches no entry of the allow list {list(self.allow)}",
+                )
+        else:
+            decision = PolicyDecision(
+                True,
+                PolicyReason.ALLOWED_NO_ALLOW_LIST,
+                None,
+                "no allow list: allowed unless denied",
+            )
+        if check_tags and self.require_tags and tags and not set(tags) & set(self.require_tags):
+            return PolicyDecision(
+                False,
+                PolicyReason.MISSING_REQUIRED_TAG,
+                None,
+                f"{name!r} has tags {sorted(tags)} but the policy requires one of "
+                f"{list(self.require_tags)}",
+            )
+        return decision
+
+    def is_allowed(self, name: str) -> bool:
+        """Name-only verdict: deny wins, then the allow list (``require_tags`` ignored)."""
+        return self.evaluate(name, check_tags=False).allowed
+
+    def is_allowed_with_tags(self, name: str, tags: Sequence[str]) -> bool:
+        """:meth:`is_allowed` and the ``require_tags`` rule (untagged tools pass)."""
+        return self.evaluate(name, tags).allowed
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """The JSON shape ``{"allow": [...], "deny": [...], "require_tags": [...]}``."""
+        return {
+            "allow": list(self.allow),
+            "deny": list(self.deny),
+            "require_tags": list(self.require_tags),
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolPolicy:
+        """Build from ``{"allow"?, "deny"?, "require_tags"?}``.
+
+        Raises:
+            ValueError: on an unknown key or a value that is not a list of strings.
+        """
+        unknown = set(data) - {"allow", "deny", "require_tags"}
+        if unknown:
+            raise ValueError(f"unknown tool policy key(s): {sorted(unknown)}")
+        values: dict[str, list[str]] = {}
+        for key in ("allow", "deny", "require_tags"):
+            raw = data.get(key, [])
+            if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+                raise ValueError(f"tool policy {key!r} must be a list of strings")
+            values[key] = raw
+        return cls(values["allow"], values["deny"], values["require_tags"])
+
+    @classmethod
+    def from_json(cls, text: str) -> ToolPolicy:
+        """Parse :meth:`to_json` output (see :meth:`from_dict`)."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("a tool policy is a JSON object")
+        return cls.from_dict(data)
+
+
+def resolve_provider_policy(
+    by_provider: Mapping[str, ToolPolicy], provider: str | None, model: str | None
+) -> tuple[str, ToolPolicy] | None:
+    """Pick the provider policy for a model (reference §3.7).
+
+    The key equal to the exact ``model`` id wins, then the key equal to ``provider``;
+    no prefix matching.
+
+    Returns:
+        ``(matched_key, policy)``, or ``None`` when nothing matches.
+    """
+    if model and model in by_provider:
+        return model, by_provider[model]
+    if provider and provider in by_provider:
+        return provider, by_provider[provider]
+    return None

@@ -1,0 +1,314 @@
+"""The tool model: :class:`Tool`, :class:`ToolResult`, :class:`ToolSpec` (seed §6.1).
+
+A tool has a declaration part (name, description, JSON-Schema input: together its
+:class:`ToolSpec`, what the model sees), an execution part (``execute`` /
+``execute_with_context``) and integration hooks (``tags``, ``concurrency_class``,
+``cwd_bound``, ``timeout``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .errors import ErrorKind, ToolError
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+__all__ = [
+    "ConcurrencyClass",
+    "JSONObject",
+    "TokenUsage",
+    "Tool",
+    "ToolResult",
+    "ToolSpec",
+]
+
+JSONObject = dict[str, Any]
+"""A JSON object as Python sees it after ``json.loads``."""
+
+
+class ConcurrencyClass(str, Enum):
+    """Whether a tool may run beside others in one batch (seed §6.2.5).
+
+    ``SAFE``: read-only or side-effect free; a batch of only Safe calls runs concurrently.
+    ``EXCLUSIVE``: writes files, starts processes or changes state; one Exclusive call
+    makes its whole batch run serially, in call order.
+    """
+
+    SAFE = "safe"
+    EXCLUSIVE = "exclusive"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens consumed by a tool that itself calls a model (sub-agents).
+
+    Attributes:
+        input_tokens: prompt tokens, as the model provider counted them.
+        output_tokens: completion tokens, as the model provider counted them.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool call produced (seed §6.1 ``ToolResult``).
+
+    Attributes:
+        output: the text returned to the model.
+        success: the tool-level success bit (default ``True``).
+        file_modified: one workspace-relative path the call changed, or ``None``.
+        files_to_send: paths the host should deliver to the user.
+        tokens_used: model tokens spent by the call (sub-agent tools), or ``None``.
+        structured_metadata: a JSON side channel for hosts and UIs. On failure it holds
+            ``{"error": {"kind": <ErrorKind value>, "message": str}, ...}``.
+    """
+
+    output: str = ""
+    success: bool = True
+    file_modified: str | None = None
+    files_to_send: list[str] = field(default_factory=list)
+    tokens_used: TokenUsage | None = None
+    structured_metadata: JSONObject | None = None
+
+    @classmethod
+    def ok(cls, output: str, **kwargs: Any) -> ToolResult:
+        """A successful result with ``output`` (other fields as keywords)."""
+        return cls(output=output, success=True, **kwargs)
+
+    @classmethod
+    def failure(
+        cls,
+        kind: ErrorKind | str,
+        message: str,
+        *,
+        output: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A failed result carrying ``{"error": {"kind", "message"}}``.
+
+        Args:
+            kind: the error kind (DESIGN.md §5).
+            message: what went wrong, for the model.
+            output: the text shown to the model; by default ``"Error [kind]: message"``.
+            metadata: extra keys merged into ``structured_metadata`` beside ``error``.
+        """
+        kind = ErrorKind(kind)
+        meta: JSONObject = dict(metadata or {})
+        meta["error"] = {"kind": kind.value, "message": message}
+        text = output if output is not None else f"Error [{kind.value}]: {message}"
+        return cls(output=text, success=False, structured_metadata=meta)
+
+    @classmethod
+    def from_error(cls, error: ToolError) -> ToolResult:
+        """The failed result for a raised :class:`~octos_tools.errors.ToolError`."""
+        return cls.failure(error.kind, error.message, metadata=error.details or None)
+
+    @property
+    def error(self) -> JSONObject | None:
+        """``{"kind", "message"}`` of a failed result, else ``None``."""
+        if self.structured_metadata is None:
+            return None
+        err = self.structured_metadata.get("error")
+        return err if isinstance(err, dict) else None
+
+    @property
+    def error_kind(self) -> ErrorKind | None:
+        """The :class:`ErrorKind` of a failed result, else ``None``."""
+        err = self.error
+        if err is None:
+            return None
+        try:
+            return ErrorKind(err.get("kind"))
+        except ValueError:
+            return None
+
+    def to_dict(self) -> JSONObject:
+        """The JSON shape of DESIGN.md §6 (``octos-tools call --json``)."""
+        return {
+            "success": self.success,
+            "output": self.output,
+            "error": self.error if not self.success else None,
+            "file_modified": self.file_modified,
+            "files_to_send": list(self.files_to_send),
+            "tokens_used": (
+                None
+                if self.tokens_used is None
+                else {
+                    "input_tokens": self.tokens_used.input_tokens,
+                    "output_tokens": self.tokens_used.output_tokens,
+                }
+            ),
+            "structured_metadata": self.structured_metadata,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """The declaration of a tool as a model sees it.
+
+    Attributes:
+        name: unique tool name (``^[a-zA-Z0-9_-]{1,64}$`` for every provider).
+        description: what the tool does and when to use it.
+        input_schema: a JSON Schema object describing the arguments.
+        title: a human-readable title (MCP annotation), or ``None``.
+        read_only: the tool does not modify its environment (Safe tools).
+        destructive: the tool may modify or delete (Exclusive tools).
+        tags: capability tags, for hosts; not sent to providers.
+    """
+
+    name: str
+    description: str
+    input_schema: JSONObject
+    title: str | None = None
+    read_only: bool = True
+    destructive: bool = False
+    tags: tuple[str, ...] = ()
+
+    def to_openai(self) -> JSONObject:
+        """OpenAI Chat Completions ``tools`` entry: ``{"type": "function", "function": …}``."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema,
+            },
+        }
+
+    def to_anthropic(self) -> JSONObject:
+        """Anthropic Messages ``tools`` entry: ``{"name", "description", "input_schema"}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    def to_mcp(self) -> JSONObject:
+        """MCP ``Tool`` object (``tools/list``) with ``readOnlyHint`` / ``destructiveHint``."""
+        annotations: JSONObject = {
+            "title": self.title or self.name,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+        }
+        return {
+            "name": self.name,
+            "title": self.title or self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": annotations,
+        }
+
+
+class Tool:
+    """Base class of every tool (seed §6.1 ``Tool`` trait).
+
+    Subclasses set the class attributes (or override them as properties) and implement
+    :meth:`execute` or :meth:`execute_with_context`. Both receive arguments that the registry
+    has already size-checked and validated against :attr:`input_schema`.
+
+    Attributes:
+        name: unique name the model calls.
+        description: what the tool does, for the model.
+        input_schema: JSON Schema (Draft 2020-12) object of the arguments.
+        tags: capability tags, used by ``require_tags`` policies and context filters.
+        concurrency_class: :class:`ConcurrencyClass` (default Safe).
+        cwd_bound: the tool is bound to a workspace and is rebuilt by
+            :meth:`~octos_tools.registry.ToolRegistry.rebind_cwd`.
+        timeout: per-call limit in seconds, or ``None`` for the registry default.
+        blocks_on_human_input: the call waits for a person; no timeout is applied.
+        title: a human title (MCP annotation), or ``None``.
+    """
+
+    name: str = ""
+    description: str = ""
+    input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+    tags: tuple[str, ...] = ()
+    concurrency_class: ConcurrencyClass = ConcurrencyClass.SAFE
+    cwd_bound: bool = False
+    timeout: float | None = None
+    blocks_on_human_input: bool = False
+    title: str | None = None
+    max_output_bytes: int | None = None
+    """Output cap of this tool in bytes (``None``: the registry default, 50,000)."""
+    validate_arguments: ClassVar[bool] = True
+    """When ``False`` the registry skips JSON-Schema validation (the tool validates itself)."""
+
+    async def execute(self, args: JSONObject) -> ToolResult:
+        """Run the tool with validated ``args``.
+
+        Raises:
+            ToolError: for a typed failure the model should see.
+        """
+        raise NotImplementedError(
+            f"tool {self.name!r} implements neither execute() nor execute_with_context()"
+        )
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        """Run the tool with its :class:`~octos_tools.context.ToolContext`.
+
+        The default calls :meth:`execute`; the context is still readable there through
+        :func:`~octos_tools.context.current_context` (the seed's ``TOOL_CTX``).
+        """
+        return await self.execute(args)
+
+    def spec(self) -> ToolSpec:
+        """This tool's :class:`ToolSpec`."""
+        exclusive = self.concurrency_class is ConcurrencyClass.EXCLUSIVE
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+            title=self.title,
+            read_only=not exclusive,
+            destructive=exclusive,
+            tags=tuple(self.tags),
+        )
+
+    def spec_for(self, registry: Any) -> ToolSpec:
+        """The spec as shown by ``registry`` (default :meth:`spec`).
+
+        Tools whose description depends on the registry's state (``activate_tools`` lists
+        the deferred tools) override this; it is called when the registry rebuilds its
+        cached specs, i.e. after a mutation.
+        """
+        return self.spec()
+
+    def with_workspace(self, workspace: Any) -> Tool:
+        """A copy of this tool bound to another workspace (for ``rebind_cwd``).
+
+        The default makes a shallow copy and sets its ``workspace`` attribute; tools whose
+        state depends on the workspace in other ways override this.
+        """
+        clone = copy.copy(self)
+        clone.workspace = workspace  # type: ignore[attr-defined]
+        return clone
+
+    async def aclose(self) -> None:
+        """Release resources (processes, sessions); called by ``ToolRegistry.aclose``."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def schema_property_names(schema: Mapping[str, Any]) -> Sequence[str]:
+    """Names of the top-level ``properties`` of an object schema (helper for docs)."""
+    props = schema.get("properties") or {}
+    return list(props) if isinstance(props, Mapping) else []
