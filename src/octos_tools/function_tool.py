@@ -65,6 +65,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
+    numpy = False
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -79,7 +80,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         if header:
             section = header.group(1).lower()
             current = None
-            if i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}:
+            numpy = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
+            if numpy:
                 i += 1  # NumPy underline
             i += 1
             continue
@@ -90,12 +92,12 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             stripped = line.strip()
             match = _GOOGLE_PARAM_RE.match(line)
             indent = len(line) - len(line.lstrip())
-            if match and indent <= 4 and not (current and indent > _indent_of(lines, current)):
+            if numpy and stripped and indent == 0:
+                current = stripped.split(":")[0].strip().lstrip("*")
+                params[current] = ""
+            elif match and indent <= 4 and not (current and indent > _indent_of(lines, current)):
                 current = match.group(1).lstrip("*")
                 params[current] = match.group(3).strip()
-            elif section in ("parameters", "params") and stripped and indent == 0:
-                current = stripped.split(":")[0].strip()
-                params[current] = ""
             elif current and stripped:
                 params[current] = (params[current] + " " + stripped).strip()
         i += 1
@@ -107,6 +109,20 @@ def _indent_of(lines: list[str], name: str) -> int:
         if re.match(rf"^\s*\*{{0,2}}{re.escape(name)}\b", line):
             return len(line) - len(line.lstrip())
     return 0
+
+
+def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Resolved type hints of ``fn``'s parameters (the return annotation is ignored, so a
+    return type defined later or locally does not matter)."""
+    target = inspect.unwrap(fn)
+    raw = {k: v for k, v in getattr(target, "__annotations__", {}).items() if k != "return"}
+    holder = type("_Hints", (), {"__annotations__": raw})
+    globalns = getattr(target, "__globals__", {})
+    try:
+        localns = dict(inspect.getclosurevars(target).nonlocals)
+    except TypeError:
+        localns = {}
+    return typing.get_type_hints(holder, globalns=globalns, localns=localns, include_extras=True)
 
 
 def _is_context(annotation: Any) -> bool:
@@ -182,7 +198,7 @@ class FunctionTool(Tool):
     def _build_model(self, fn: Callable[..., Any], doc_params: dict[str, str]) -> type[BaseModel]:
         signature = inspect.signature(fn)
         try:
-            hints = typing.get_type_hints(fn, include_extras=True)
+            hints = _parameter_hints(fn)
         except Exception as exc:
             raise TypeError(f"cannot resolve type hints of {fn.__qualname__}: {exc}") from exc
         fields: dict[str, Any] = {}

@@ -1,0 +1,197 @@
+"""Argument safety: size before parsing, exact size estimate, schema validation (seed §6.4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from octos_tools.arguments import (
+    MAX_ARGS_SIZE,
+    estimate_json_size,
+    parse_arguments,
+    validate_arguments,
+)
+from octos_tools.errors import ArgumentError, ErrorKind
+
+
+def dumped(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        (None, 4),
+        (True, 4),
+        (False, 5),
+        (42, 2),
+        (2.72, 4),
+        ("hello", 7),
+        ('a"b', 6),
+        ("a\nb", 6),
+        ([], 2),
+        ([1, 2, 3], 7),
+        ({}, 2),
+        ({"a": 1}, 7),
+        ({"x": [1, 2]}, 11),
+        ("\x01", 8),
+        ("é", 4),
+        (float("inf"), 8),
+        ({1: "a", True: None}, dumped({1: "a", True: None})),
+    ],
+)
+def test_estimate_matches_octos_table_and_json(value: Any, size: int) -> None:
+    assert estimate_json_size(value) == size
+    assert estimate_json_size(value) == dumped(value)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False)
+    | st.text(alphabet=st.characters(codec="utf-8")),
+    lambda children: st.lists(children, max_size=6)
+    | st.dictionaries(st.text(alphabet=st.characters(codec="utf-8"), max_size=8), children, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400)
+@given(json_values)
+def test_estimate_equals_serialized_size(value: Any) -> None:
+    assert estimate_json_size(value) == dumped(value)
+
+
+def test_deep_nesting_does_not_recurse() -> None:
+    value: Any = []
+    for _ in range(100_000):
+        value = [value]
+    assert estimate_json_size(value) == 200_002
+
+
+def test_estimate_stops_early() -> None:
+    # The walk stops once past the limit: the unserialisable object is never reached.
+    value = [object(), "x" * 6000]
+    assert estimate_json_size(value, limit=5000) > 5000
+    with pytest.raises(TypeError):
+        estimate_json_size(value)
+
+
+def _raw_of_size(n: int) -> str:
+    prefix, suffix = '{"content":"', '"}'
+    return prefix + "a" * (n - len(prefix) - len(suffix)) + suffix
+
+
+def test_raw_limit_exact_and_plus_one() -> None:
+    exact = _raw_of_size(MAX_ARGS_SIZE)
+    assert len(exact.encode()) == MAX_ARGS_SIZE
+    assert parse_arguments(exact, tool_name="t")["content"].startswith("a")
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments(_raw_of_size(MAX_ARGS_SIZE + 1), tool_name="t")
+    assert info.value.kind is ErrorKind.ARGS_TOO_LARGE
+    assert str(MAX_ARGS_SIZE) in info.value.message
+
+
+def test_raw_limit_counts_bytes_not_characters() -> None:
+    # 600,000 "é" = 1,200,000 bytes, though only 600,000 characters
+    raw = '{"c":"' + "é" * 600_000 + '"}'
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments(raw, tool_name="t")
+    assert info.value.kind is ErrorKind.ARGS_TOO_LARGE
+    assert parse_arguments('{"c":"' + "é" * 400_000 + '"}', tool_name="t")
+
+
+def test_oversized_raw_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: Any, **k: Any) -> Any:
+        raise AssertionError("json.loads must not run")
+
+    monkeypatch.setattr(json, "loads", boom)
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments("[" * (MAX_ARGS_SIZE + 1), tool_name="t")
+    assert info.value.kind is ErrorKind.ARGS_TOO_LARGE
+
+
+def test_parsed_args_are_sized() -> None:
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments({"c": "a" * MAX_ARGS_SIZE}, tool_name="t")
+    assert info.value.kind is ErrorKind.ARGS_TOO_LARGE
+
+
+@pytest.mark.parametrize("raw", ['{"a": 1', "{'a': 1}", '{"a": 1,}', "nul"])
+def test_invalid_json(raw: str) -> None:
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments(raw, tool_name="write_file")
+    assert info.value.kind is ErrorKind.INVALID_JSON
+    assert "write_file" in info.value.message
+
+
+def test_invalid_json_message_is_short() -> None:
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments('{"content": "' + "a" * 20_000, tool_name="w")
+    assert len(info.value.message) < 500
+
+
+@pytest.mark.parametrize("raw", ["null", "[]", '"a.txt"', "42", "true"])
+def test_non_object_is_invalid_arguments(raw: str) -> None:
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments(raw, tool_name="read_file")
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+    assert "object" in info.value.message
+
+
+@pytest.mark.parametrize("raw", ["", "   ", None])
+def test_empty_means_no_arguments(raw: str | None) -> None:
+    assert parse_arguments(raw, tool_name="t") == {}
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "flag": {"type": "boolean"},
+        "items": {"type": "array", "items": {"type": "integer"}},
+        "opts": {"type": "object", "properties": {"n": {"type": "integer"}}},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def kind_and_message(args: dict[str, Any]) -> tuple[ErrorKind, str]:
+    with pytest.raises(ArgumentError) as info:
+        validate_arguments(args, SCHEMA, tool_name="t")
+    return info.value.kind, info.value.message
+
+
+def test_missing_field_named() -> None:
+    kind, message = kind_and_message({})
+    assert kind is ErrorKind.INVALID_ARGUMENTS and "'path'" in message
+
+
+def test_wrong_type_named_and_no_coercion() -> None:
+    kind, message = kind_and_message({"path": "a", "flag": "false"})
+    assert kind is ErrorKind.INVALID_ARGUMENTS and "'flag'" in message and "boolean" in message
+    kind, message = kind_and_message({"path": 3})
+    assert "'path'" in message
+
+
+def test_unknown_field_named() -> None:
+    kind, message = kind_and_message({"path": "a", "bogus": 1})
+    assert "bogus" in message
+
+
+def test_json_encoded_array_and_object_decoded_once() -> None:
+    out = validate_arguments(
+        {"path": "a", "items": "[1, 2]", "opts": '{"n": 3}'}, SCHEMA, tool_name="t"
+    )
+    assert out["items"] == [1, 2] and out["opts"] == {"n": 3}
+    # only once: a doubly-encoded array stays a string and fails
+    kind, message = kind_and_message({"path": "a", "items": json.dumps("[1, 2]")})
+    assert "'items'" in message
+    # a string field is never decoded
+    assert validate_arguments({"path": "[1]"}, SCHEMA, tool_name="t")["path"] == "[1]"
