@@ -34,14 +34,29 @@ def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
 def apply_deferral(registry: ToolRegistry, config: Config) -> list[str]:
     """Defer ``config.deferred_groups`` when more than ``max_active`` tools are visible.
 
+    If more than ``max_active`` tools (``activate_tools`` not counted) are still visible
+    after that, the overflow is deferred too: base tools and spawn-only tools stay, the
+    other tools are kept in registration order while slots remain and the rest deferred.
+    The first request then shows at most ``max_active`` tools plus ``activate_tools``
+    (unless the base tools alone are more), which the LRU would reach after
+    ``idle_threshold`` requests anyway (seed §6.2.3: first request small, every tool one
+    call away).
+
     Registers ``activate_tools`` when something was deferred (and the discovery family
     provides it). Returns the names deferred.
     """
-    if not config.lifecycle.defer or len(registry.specs()) <= config.lifecycle.max_active:
+    max_active = config.lifecycle.max_active
+    if not config.lifecycle.defer or len(registry.specs()) <= max_active:
         return []
     deferred: list[str] = []
     for group in config.deferred_groups:
         deferred.extend(registry.defer_group(group))
+    visible = [n for n in registry.visible_names() if n != "activate_tools"]
+    if len(visible) > max_active:
+        base = registry.lifecycle.base_tools
+        pinned = [n for n in visible if n in base or registry.is_spawn_only(n)]
+        others = [n for n in visible if n not in pinned]
+        deferred.extend(registry.defer(others[max(max_active - len(pinned), 0) :]))
     if deferred:
         try:
             from .builtins.discovery import ActivateToolsTool

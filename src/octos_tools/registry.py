@@ -412,7 +412,11 @@ class ToolRegistry:
         return self.defer(GROUPS.get(group, ()))
 
     def activate(self, group_or_name: str) -> list[str]:
-        """Un-defer a whole group, or a single name. Returns the names activated."""
+        """Un-defer a whole group, or a single name. Returns the names activated.
+
+        Activated names count as used now, so the LRU does not evict them again at the very
+        next request (each gets ``idle_threshold`` requests of grace, group siblings too).
+        """
         members = GROUPS.get(group_or_name, (group_or_name,))
         activated = [n for n in members if n in self._deferred]
         if activated:
@@ -420,6 +424,8 @@ class ToolRegistry:
             self._mutated()
         return activated
 
+            for name in activated:
+                self.lifecycle.record_use(name)
     def deferred_names(self) -> list[str]:
         """Deferred tool names, sorted."""
         return sorted(self._deferred)
