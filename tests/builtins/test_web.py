@@ -1,0 +1,669 @@
+"""web_fetch and web_search against loopback HTTP servers started here (no other network)."""
+
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import json
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import anyio
+import pytest
+
+from octos_tools.builtins import web
+from octos_tools.builtins.web import (
+    BraveProvider,
+    SearxngProvider,
+    TavilyProvider,
+    WebFetchTool,
+    WebSearchTool,
+    blocked_reason,
+    decode_body,
+    parse_ip_literal,
+)
+from octos_tools.config import Config, WebConfig
+from octos_tools.context import ToolContext
+from octos_tools.errors import ToolError
+from octos_tools.tool import Tool, ToolResult
+
+pytestmark = pytest.mark.anyio
+
+
+# ------------------------------------------------------------------------- test server
+
+Route = tuple[int, dict[str, str], bytes]
+
+
+@dataclass
+class Server:
+    """A loopback HTTP server serving fixed routes and recording every request."""
+
+    routes: dict[str, Route | Callable[[BaseHTTPRequestHandler], Route]]
+    host: str = "127.0.0.1"
+    requests: list[tuple[str, str, str]] = field(default_factory=list)  # method, path, Host
+    bodies: list[bytes] = field(default_factory=list)
+    port: int = 0
+
+    def url(self, path: str = "/", host: str | None = None) -> str:
+        h = host or (f"[{self.host}]" if ":" in self.host else self.host)
+        return f"http://{h}:{self.port}{path}"
+
+    def hits(self, path: str) -> int:
+        return sum(1 for _, p, _ in self.requests if p.split("?")[0] == path)
+
+
+def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            server.bodies.append(self.rfile.read(length) if length else b"")
+            server.requests.append((self.command, self.path, self.headers.get("Host", "")))
+            route = server.routes.get(self.path.split("?")[0])
+            if route is None:
+                status, headers, body = 404, {"Content-Type": "text/plain"}, b"no such route"
+            elif callable(route):
+                status, headers, body = route(self)
+            else:
+                status, headers, body = route
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = _serve
+        do_POST = _serve
+
+    return Handler
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Server]]:
+    started: list[ThreadingHTTPServer] = []
+
+    def start(routes: dict[str, Any], host: str = "127.0.0.1") -> Server:
+        srv = Server(routes, host)
+
+        class HTTPServer(ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            daemon_threads = True
+
+        httpd = HTTPServer((host, 0), _handler(srv))
+        srv.port = httpd.server_address[1]
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        started.append(httpd)
+        return srv
+
+    yield start
+    for httpd in started:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+async def call(tool: Tool, args: dict[str, Any]) -> ToolResult:
+    """Run a tool directly as the registry would: a raised ToolError becomes a failure."""
+    try:
+        return await tool.execute_with_context(ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+def fetcher(**web_config: Any) -> WebFetchTool:
+    return WebFetchTool(WebConfig.model_validate(web_config))
+
+
+def page(body: str | bytes, ctype: str = "text/html; charset=utf-8", status: int = 200) -> Route:
+    data = body.encode() if isinstance(body, str) else body
+    return (status, {"Content-Type": ctype}, data)
+
+
+def redirect(to: str, status: int = 302) -> Route:
+    return (status, {"Location": to}, b"")
+
+
+def text_of(result: ToolResult) -> str:
+    err = result.error or {}
+    return result.output + str(err.get("message", "")) + json.dumps(result.structured_metadata)
+
+
+# ------------------------------------------------------------------------ address rules
+
+
+@pytest.mark.parametrize(
+    ("address", "blocked"),
+    [
+        ("127.0.0.1", True),
+        ("127.255.0.9", True),
+        ("10.1.2.3", True),
+        ("172.16.0.1", True),
+        ("192.168.1.1", True),
+        ("169.254.169.254", True),
+        ("100.64.0.1", True),
+        ("0.0.0.0", True),
+        ("224.0.0.1", True),
+        ("255.255.255.255", True),
+        ("::1", True),
+        ("::", True),
+        ("fd00::1", True),
+        ("fe80::1", True),
+        ("fec0::1", True),
+        ("ff02::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("::ffff:10.0.0.1", True),
+        ("::127.0.0.1", True),
+        ("64:ff9b::7f00:1", True),
+        ("2002:7f00:1::", True),
+        ("2001:db8::1", True),
+        ("8.8.8.8", False),
+        ("1.1.1.1", False),
+        ("2606:4700:4700::1111", False),
+        ("::ffff:8.8.8.8", False),
+        ("64:ff9b::808:808", False),
+    ],
+)
+def test_blocked_reason(address: str, blocked: bool) -> None:
+    assert (blocked_reason(ipaddress.ip_address(address)) is not None) is blocked
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("0X7F.0.0.1", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("0177.0.0.01", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("127.0.1", "127.0.0.1"),
+        ("10.0x10203", "10.1.2.3"),
+        ("::1", "::1"),
+        ("[::1]", "::1"),
+        ("example.com", None),
+        ("cafe", None),
+        ("1.2.3.4.5", None),
+        ("256.0.0.1", None),
+        ("08.0.0.1", None),
+        ("1e100.net", None),
+    ],
+)
+def test_parse_ip_literal(host: str, expected: str | None) -> None:
+    ip = parse_ip_literal(host)
+    assert (str(ip) if ip is not None else None) == expected
+    if expected is not None and ":" not in expected:
+        # Our reading agrees with the C resolver's (glibc inet_aton).
+        assert socket.inet_ntoa(socket.inet_aton(host)) == expected
+
+
+# ----------------------------------------------------------------------------- SSRF matrix
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "localhost", "LOCALHOST.", "2130706433", "0177.0.0.1", "0x7f000001", "127.1"],
+)
+async def test_loopback_spellings_refused_without_contact(
+    serve: Callable[..., Server], host: str
+) -> None:
+    srv = serve({"/secret": page("SECRET-A")})
+    result = await call(fetcher(), {"url": srv.url("/secret", host)})
+    assert not result.success
+    assert result.error_kind == "network_refused"
+    assert "SECRET-A" not in text_of(result)
+    assert srv.requests == []
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback")
+async def test_ipv6_loopback_refused(serve: Callable[..., Server]) -> None:
+    srv = serve({"/secret": page("SECRET-6")}, host="::1")
+    for url in (srv.url("/secret"), f"http://[::ffff:127.0.0.1]:{srv.port}/secret"):
+        result = await call(fetcher(), {"url": url})
+        assert result.error_kind == "network_refused", result.output
+    assert srv.requests == []
+    ok = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/secret")})
+    assert ok.success and "SECRET-6" in ok.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[fd12::1]/",
+        "http://0.0.0.0:1/",
+        "http://[::ffff:192.168.0.1]/",
+    ],
+)
+async def test_private_targets_refused(url: str) -> None:
+    result = await call(fetcher(), {"url": url})
+    assert result.error_kind == "network_refused"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1/", "ftp://x/", "x"])
+async def test_non_http_schemes_refused(url: str) -> None:
+    result = await call(fetcher(), {"url": url})
+    assert result.error_kind == "invalid_arguments"
+    assert "root:x:" not in text_of(result)
+
+
+@pytest.fixture
+def public_alias(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make the host name ``public.test`` pass the guard and pin it to 127.0.0.1, as a public
+    site would; every other host goes through the real check. Returns the checked hosts."""
+    real = web.check_host
+    checked: list[str] = []
+
+    async def check(host: str, port: int, *, allow_private: bool) -> str:
+        checked.append(host)
+        if host == "public.test":
+            return "127.0.0.1"
+        return await real(host, port, allow_private=allow_private)
+
+    monkeypatch.setattr(web, "check_host", check)
+    return checked
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:{port}/secret",
+        "http://localhost:{port}/secret",
+        "http://[::1]:{port}/secret",
+        "http://2130706433:{port}/secret",
+        "http://0177.0.0.1:{port}/secret",
+        "http://169.254.169.254/",
+        "file:///etc/passwd",
+    ],
+)
+async def test_redirect_hop_is_checked(
+    serve: Callable[..., Server], public_alias: list[str], target: str
+) -> None:
+    srv = serve({"/secret": page("SECRET-R")})
+    srv.routes["/start"] = redirect(target.format(port=srv.port))
+    result = await call(fetcher(), {"url": srv.url("/start", "public.test")})
+    assert not result.success
+    assert result.error_kind == "network_refused", result.output
+    assert "SECRET-R" not in text_of(result)
+    assert srv.hits("/secret") == 0
+    assert srv.hits("/start") == 1
+
+
+async def test_connection_pinned_and_resolved_once(
+    serve: Callable[..., Server], public_alias: list[str]
+) -> None:
+    srv = serve({"/a": redirect("/b"), "/b": redirect("/c", 307), "/c": page("<p>done</p>")})
+    result = await call(fetcher(), {"url": srv.url("/a", "public.test")})
+    assert result.success, result.output
+    assert "done" in result.output
+    # The name never went to DNS (it does not exist): the socket went to the pinned address,
+    # while the Host header kept the name.
+    assert public_alias == ["public.test"]
+    assert [h for _, _, h in srv.requests] == [f"public.test:{srv.port}"] * 3
+    assert "Redirected from: http://public.test" in result.output
+
+
+async def test_unpinned_connection_refused_by_backend() -> None:
+    import httpcore2
+
+    from octos_tools.builtins._web_net import PinnedBackend
+
+    backend = PinnedBackend({})
+    with pytest.raises(httpcore2.ConnectError):
+        await backend.connect_tcp("127.0.0.1", 80)
+
+
+async def test_name_resolving_to_private_address_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = {
+        "intranet.test": ["10.1.2.3"],
+        "mixed.test": ["93.184.216.34", "127.0.0.1"],
+        "v6.test": ["fd00::5"],
+    }
+
+    async def fake_getaddrinfo(host: str, port: int, **kw: Any) -> list[Any]:
+        fam = socket.AF_INET
+        return [(fam, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fake_getaddrinfo)
+    for host in answers:
+        with pytest.raises(ToolError) as info:
+            await web.check_host(host, 80, allow_private=False)
+        assert info.value.kind == "network_refused"
+    assert await web.check_host("intranet.test", 80, allow_private=True) == "10.1.2.3"
+
+
+async def test_unresolvable_host_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def fail(host: str, port: int, **kw: Any) -> list[Any]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fail)
+    result = await call(fetcher(), {"url": "http://nowhere.invalid/"})
+    assert result.error_kind == "unavailable"
+
+
+# ------------------------------------------------------------------- fetching (opt-in)
+
+
+async def test_allow_private_hosts_fetches_markdown(serve: Callable[..., Server]) -> None:
+    html = (
+        "<html><head><title>Doc</title><style>p{color:red}</style></head><body>"
+        "<h1>Hello</h1><p>A <a href='/x'>link</a> and <b>bold</b>.</p>"
+        "<script>alert('no')</script><ul><li>one</li><li>two</li></ul></body></html>"
+    )
+    srv = serve({"/": page(html)})
+    result = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/")})
+    assert result.success, result.output
+    head, _, content = result.output.partition("\n\n")
+    assert head.splitlines()[0] == f"URL: {srv.url('/')}"
+    assert "Content-Type: text/html; charset=utf-8" in head
+    assert "Title: Doc" in head
+    assert "Redirected from" not in head
+    assert f"Length: {len(content)} chars" in head
+    assert "# Hello" in content
+    assert "[link](/x)" in content and "**bold**" in content
+    assert "- one" in content
+    assert "alert" not in content and "color:red" not in content
+    meta = result.structured_metadata or {}
+    assert meta["status"] == 200 and meta["charset"] == "utf-8"
+
+
+async def test_text_mode_and_max_chars(serve: Callable[..., Server]) -> None:
+    html = "<h1>Title</h1><p>Alpha <i>beta</i></p><p>" + "x" * 500 + "</p>"
+    srv = serve({"/": page(html)})
+    tool = fetcher(allow_private_hosts=True)
+    text = await call(tool, {"url": srv.url("/"), "extract_mode": "text"})
+    assert "Title\n" in text.output and "Alpha\nbeta" in text.output
+    assert "<" not in text.output.partition("\n\n")[2] and "#" not in text.output
+    short = await call(tool, {"url": srv.url("/"), "max_chars": 20})
+    assert "content truncated: 20 of" in short.output
+    assert (short.structured_metadata or {})["truncated"] is True
+
+
+async def test_redirects_followed_and_limited(serve: Callable[..., Server]) -> None:
+    routes: dict[str, Any] = {f"/r{i}": redirect(f"/r{i + 1}") for i in range(12)}
+    routes["/r12"] = page("end", "text/plain")
+    srv = serve(routes)
+    tool = fetcher(allow_private_hosts=True)
+    ok = await call(tool, {"url": srv.url("/r2")})  # 10 redirects: allowed
+    assert ok.success, ok.output
+    assert f"Redirected from: {srv.url('/r2')}" in ok.output
+    assert f"URL: {srv.url('/r12')}" in ok.output
+    assert len((ok.structured_metadata or {})["redirects"]) == 11
+    too_many = await call(tool, {"url": srv.url("/r1")})  # 11 redirects
+    assert too_many.error_kind == "http_error"
+    assert "too many redirects" in too_many.output
+    assert srv.hits("/r12") == 1
+
+
+async def test_non_2xx_is_http_error_with_status(serve: Callable[..., Server]) -> None:
+    srv = serve({"/gone": page("gone", status=410), "/loop": (302, {}, b"")})
+    result = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/missing")})
+    assert result.error_kind == "http_error"
+    assert (result.structured_metadata or {})["status"] == 404
+    assert "404" in result.output
+    gone = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/gone")})
+    assert (gone.structured_metadata or {})["status"] == 410
+    no_location = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/loop")})
+    assert no_location.error_kind == "http_error"
+
+
+async def test_large_body_cut_at_cap(serve: Callable[..., Server]) -> None:
+    big = b"a" * (3 * 1024 * 1024)
+    srv = serve({"/big": page(big, "text/plain"), "/gz": gz_route(b"b" * (2 * 1024 * 1024))})
+    tool = fetcher(allow_private_hosts=True, max_body_bytes=65_536)
+    result = await call(tool, {"url": srv.url("/big"), "max_chars": 1_000_000})
+    assert result.success
+    meta = result.structured_metadata or {}
+    assert meta["body_bytes"] == 65_536 and meta["body_cut"] is True
+    assert "Body: cut at 65536 bytes" in result.output
+    assert result.output.count("a") >= 65_536
+    # A compressed body is capped after decompression (no zip bomb).
+    bomb = await call(tool, {"url": srv.url("/gz"), "max_chars": 1_000_000})
+    assert (bomb.structured_metadata or {})["body_bytes"] == 65_536
+
+
+def gz_route(data: bytes) -> Route:
+    return (200, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}, gzip.compress(data))
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype", "expected", "charset"),
+    [
+        ("café".encode("latin-1"), "text/plain; charset=ISO-8859-1", "café", "iso8859-1"),
+        (
+            '<meta charset="windows-1251"><p>Привет</p>'.encode("cp1251"),
+            "text/html",
+            "Привет",
+            "cp1251",
+        ),
+        (
+            '<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">'
+            "<p>日本語</p>".encode("shift_jis"),
+            "text/html",
+            "日本語",
+            "shift_jis",
+        ),
+        ("ünïcödé".encode("utf-16"), "text/plain", "ünïcödé", "utf-16"),
+        (b"\xef\xbb\xbfBOM text", "text/plain; charset=latin-1", "BOM text", "utf-8-sig"),
+        ("naïve €".encode("cp1252"), "text/plain", "naïve €", "cp1252"),
+        ("utf8 ✓".encode(), "text/plain", "utf8 ✓", "utf-8"),
+        ("x ✓".encode(), "text/plain; charset=bogus-codec", "x ✓", "utf-8"),
+    ],
+)
+async def test_encodings(
+    serve: Callable[..., Server], body: bytes, ctype: str, expected: str, charset: str
+) -> None:
+    srv = serve({"/": page(body, ctype)})
+    result = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/")})
+    assert result.success, result.output
+    assert expected in result.output
+    assert (result.structured_metadata or {})["charset"] == charset
+
+
+def test_decode_body_cut_utf8_sequence() -> None:
+    data = "é".encode() * 10
+    text, charset = decode_body(data[:-1], "text/plain", cut=True)
+    assert charset == "utf-8" and text.startswith("é" * 9)
+
+
+async def test_binary_and_json_content(serve: Callable[..., Server]) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    srv = serve({"/p.png": page(png, "image/png"), "/j": page('{"a": 1}', "application/json")})
+    tool = fetcher(allow_private_hosts=True)
+    img = await call(tool, {"url": srv.url("/p.png")})
+    assert img.success and "binary content, 264 bytes" in img.output
+    js = await call(tool, {"url": srv.url("/j")})
+    assert js.output.endswith('{"a": 1}')
+
+
+async def test_proxy_environment_ignored(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv = serve({"/": page("direct", "text/plain")})
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
+    result = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/")})
+    assert result.success and "direct" in result.output
+
+
+async def test_connection_refused_is_unavailable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = await call(fetcher(allow_private_hosts=True), {"url": f"http://127.0.0.1:{port}/"})
+    assert result.error_kind == "unavailable"
+
+
+# ------------------------------------------------------------------------------ web_search
+
+
+def searxng_route(results: list[dict[str, str]]) -> Route:
+    return page(json.dumps({"query": "q", "results": results}), "application/json")
+
+
+def searcher(*providers: dict[str, Any]) -> WebSearchTool:
+    return WebSearchTool(WebConfig.model_validate({"search_providers": list(providers)}))
+
+
+async def test_searxng_provider(serve: Callable[..., Server]) -> None:
+    hits = [
+        {"title": f"Result {i}", "url": f"https://example.org/{i}", "content": "snippet " * 60}
+        for i in range(8)
+    ]
+    srv = serve({"/search": searxng_route(hits)})
+    tool = searcher({"kind": "searxng", "url": srv.url("/")})
+    result = await call(tool, {"query": "octos tools", "count": 3})
+    assert result.success, result.output
+    assert result.output.startswith("Results for: octos tools\n\n1. Result 0\n")
+    assert "   https://example.org/2\n" in result.output and "4. " not in result.output
+    longest = max(len(line) for line in result.output.splitlines())
+    assert longest <= 303
+    meta = result.structured_metadata or {}
+    assert meta["provider"] == "searxng" and len(meta["results"]) == 3
+    method, path, _ = srv.requests[0]
+    assert method == "GET" and "q=octos+tools" in path and "format=json" in path
+
+
+async def test_chain_falls_through_failures(serve: Callable[..., Server]) -> None:
+    srv = serve(
+        {
+            "/broken/search": page("boom", "text/plain", status=500),
+            "/empty/search": searxng_route([]),
+            "/brave": page(
+                json.dumps({"web": {"results": [{"title": "B", "url": "https://b.example"}]}}),
+                "application/json",
+            ),
+        }
+    )
+    tool = searcher(
+        {"kind": "searxng", "url": srv.url("/broken")},
+        {"kind": "searxng", "url": srv.url("/empty")},
+        {"kind": "brave", "api_key": "brave-secret-key", "url": srv.url("/brave")},
+    )
+    result = await call(tool, {"query": "x"})
+    assert result.success
+    assert "1. B\n   https://b.example" in result.output
+    meta = result.structured_metadata or {}
+    assert meta["provider"] == "brave"
+    assert any("HTTP 500" in e for e in meta["errors"])
+    assert "brave-secret-key" not in text_of(result)
+
+
+async def test_tavily_provider_posts_with_bearer(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, str] = {}
+
+    def tavily(handler: BaseHTTPRequestHandler) -> Route:
+        seen["auth"] = handler.headers.get("Authorization", "")
+        return page(
+            json.dumps({"results": [{"title": "T", "url": "https://t.example", "content": "c"}]}),
+            "application/json",
+        )
+
+    srv = serve({"/tv": tavily})
+    monkeypatch.setenv("MY_TAVILY", "tvly-123")
+    tool = searcher({"kind": "tavily", "api_key_env": "MY_TAVILY", "url": srv.url("/tv")})
+    result = await call(tool, {"query": "hello", "count": 2})
+    assert result.success and "T\n   https://t.example\n   c" in result.output
+    assert seen["auth"] == "Bearer tvly-123"
+    assert json.loads(srv.bodies[0]) == {"query": "hello", "max_results": 2}
+
+
+async def test_no_results_and_all_failing(serve: Callable[..., Server]) -> None:
+    srv = serve({"/search": searxng_route([])})
+    empty = await call(searcher({"kind": "searxng", "url": srv.url("/")}), {"query": "zzz"})
+    assert empty.success and empty.output == "No results found for: zzz"
+    failing = searcher({"kind": "searxng", "url": srv.url("/nope")})
+    result = await call(failing, {"query": "zzz"})
+    assert result.error_kind == "unavailable" and "HTTP 404" in result.output
+
+
+async def test_search_not_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = await call(WebSearchTool(WebConfig.model_validate({})), {"query": "x"})
+    assert result.error_kind == "not_configured"
+    assert "search_providers" in result.output and "searxng" in result.output
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    missing_key = searcher({"kind": "brave", "api_key_env": "NO_SUCH_KEY_VAR"})
+    result = await call(missing_key, {"query": "x"})
+    assert result.error_kind == "not_configured" and "NO_SUCH_KEY_VAR" in result.output
+
+
+def test_provider_classes_exported() -> None:
+    assert SearxngProvider("http://h/").name == "searxng"
+    assert BraveProvider("k").url.startswith("https://")
+    assert TavilyProvider("k").url.startswith("https://")
+
+
+# -------------------------------------------------------------------------- registration
+
+
+class FakeRegistry:
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def register(self, tool: Tool) -> None:
+        self.tools.append(tool)
+
+
+def test_register_order_and_tags(tmp_path: Any) -> None:
+    reg = FakeRegistry()
+    web.register(reg, None, Config())  # type: ignore[arg-type]
+    assert [t.name for t in reg.tools] == ["web_search", "web_fetch"]
+    for t in reg.tools:
+        assert t.tags == ("web",) and t.concurrency_class.value == "safe" and not t.cwd_bound
+        assert t.input_schema["additionalProperties"] is False
+
+
+def test_register_without_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing: dict[str, str] = {}
+    monkeypatch.setitem(sys.modules, "markdownify", None)  # makes the import fail
+    monkeypatch.setattr(web, "MISSING_EXTRAS", missing)
+    reg = FakeRegistry()
+    web.register(reg, None, Config())  # type: ignore[arg-type]
+    assert reg.tools == []
+    assert missing == {"web_search": "web", "web_fetch": "web"}
+
+
+async def test_through_registry(serve: Callable[..., Server], tmp_path: Any) -> None:
+    from octos_tools.registry import ToolRegistry
+    from octos_tools.workspace import Workspace
+
+    srv = serve({"/": page("<p>hi there</p>"), "/secret": page("SECRET-Q")})
+    reg = ToolRegistry(Workspace(tmp_path))
+    web.register(reg, Workspace(tmp_path), Config.from_mapping({"web": {}}))
+    refused = await reg.execute("web_fetch", json.dumps({"url": srv.url("/secret")}))
+    assert refused.error_kind == "network_refused" and srv.requests == []
+    bad = await reg.execute("web_fetch", {"url": srv.url("/"), "extract_mode": "html"})
+    assert bad.error_kind == "invalid_arguments"
+    count = await reg.execute("web_search", {"query": "x", "count": 11})
+    assert count.error_kind == "invalid_arguments"
+
+    reg = ToolRegistry(Workspace(tmp_path))
+    cfg = Config.from_mapping({"web": {"allow_private_hosts": True}})
+    web.register(reg, Workspace(tmp_path), cfg)
+    ok = await reg.execute("web_fetch", {"url": srv.url("/")})
+    assert ok.success and ok.output.endswith("hi there")
