@@ -1,0 +1,478 @@
+"""Sub-agent tools (Codex aliases over the task supervisor, octos §1.5).
+
+``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
+child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
+agent is the host's job: it implements :class:`SpawnDelegate` and binds it with
+:func:`bind_spawn_delegate` (or puts it in ``ToolContext.extras["spawn_delegate"]``). Without
+a delegate ``spawn_agent`` fails with ``not_configured``.
+
+* ``send_input`` delivers the message live when the delegate implements
+  :class:`SupportsLiveInput` and the agent is running (``delivery: "live"``); otherwise it
+  records it on the task (``delivery: "recorded"``) and ``resume_agent`` hands recorded inputs
+  to the next run.
+* ``wait_agent {ids, timeout_ms}`` waits until every agent is finished or the time is up and
+  reports each status and ``timed_out`` (success either way, as in octos).
+* ``close_agent`` cancels a running agent.
+* Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..config import Config
+from ..context import ToolContext
+from ..errors import ErrorKind, ToolError
+from ..tasks import TaskRecord, TaskSupervisor
+from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+
+if TYPE_CHECKING:
+    from ..registry import ToolRegistry
+    from ..workspace import Workspace
+
+__all__ = [
+    "MAX_SPAWN_DEPTH",
+    "AgentHub",
+    "CloseAgentTool",
+    "ResumeAgentTool",
+    "SendInputTool",
+    "SpawnAgentTool",
+    "SpawnDelegate",
+    "SpawnRequest",
+    "SupportsLiveInput",
+    "WaitAgentTool",
+    "bind_spawn_delegate",
+    "register",
+]
+
+#: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
+#: (octos ``spawn``: refuses at depth >= 4).
+MAX_SPAWN_DEPTH = 4
+#: ``wait_agent`` timeout default and maximum, in milliseconds (octos §7).
+WAIT_DEFAULT_MS = 30_000
+WAIT_MAX_MS = 3_600_000
+#: Characters of an agent's final output shown by ``wait_agent``.
+OUTPUT_PREVIEW_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """What the model asked a child agent to do.
+
+    Attributes:
+        task: the instructions (``task``, else ``message``, plus rendered ``items``).
+        label: a short name for listings.
+        role: a role name given by the model (free text; the host decides what it means).
+        agent_type / model / reasoning_effort: Codex hints, passed through.
+        allowed_tools: tool names the child may use (empty: the host's default).
+        fork_context: the child should start from the parent's conversation.
+        depth: the child's nesting depth (parent's ``spawn_depth + 1``).
+        session_key: the parent's session.
+        inputs: messages recorded by ``send_input`` for a resumed run.
+        args: the raw ``spawn_agent`` arguments.
+    """
+
+    task: str
+    label: str
+    role: str | None = None
+    agent_type: str | None = None
+    model: str | None = None
+    reasoning_effort: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    fork_context: bool = False
+    depth: int = 1
+    session_key: str | None = None
+    inputs: tuple[str, ...] = ()
+    args: JSONObject = field(default_factory=dict)
+
+
+class SpawnDelegate(Protocol):
+    """Runs child agents for the sub-agent tools; implemented by the host.
+
+    ``run`` is awaited inside a supervisor task: returning a result completes the agent
+    (``success=False`` marks it failed), raising fails it, cancellation cancels it.
+    ``record.id`` is the agent id; ``supervisor.append_output(record.id, text)`` may stream
+    progress into the task log.
+    """
+
+    async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult: ...
+
+
+@runtime_checkable
+class SupportsLiveInput(Protocol):
+    """A delegate that can hand a message to a running agent."""
+
+    async def deliver_input(self, record: TaskRecord, message: str, interrupt: bool) -> bool:
+        """Deliver ``message`` now; ``False`` if the agent cannot take it."""
+        ...
+
+
+class AgentHub:
+    """State shared by the five tools: the supervisor, the delegate, the spawn requests.
+
+    Args:
+        supervisor: the registry's task supervisor.
+        delegate: the host's :class:`SpawnDelegate`, or ``None`` until bound.
+    """
+
+    def __init__(self, supervisor: TaskSupervisor, delegate: SpawnDelegate | None = None) -> None:
+        self.supervisor = supervisor
+        self.delegate = delegate
+        self.requests: dict[str, SpawnRequest] = {}
+
+    def delegate_for(self, ctx: ToolContext) -> SpawnDelegate | None:
+        """The bound delegate, else ``ctx.extras["spawn_delegate"]``."""
+        if self.delegate is not None:
+            return self.delegate
+        extra = ctx.extras.get("spawn_delegate")
+        return extra if extra is not None and hasattr(extra, "run") else None
+
+    def record(self, agent_id: str) -> TaskRecord:
+        """The task of ``agent_id``.
+
+        Raises:
+            ToolError: ``not_found`` for an id the supervisor does not know.
+        """
+        rec = self.supervisor.get(agent_id) if agent_id in self.requests else None
+        if rec is None:
+            known = ", ".join(list(self.requests)[-5:]) or "none"
+            raise ToolError(
+                ErrorKind.NOT_FOUND, f"unknown agent {agent_id!r} (recent agents: {known})"
+            )
+        return rec
+
+    def start(
+        self, ctx: ToolContext, delegate: SpawnDelegate, request: SpawnRequest, tool: str
+    ) -> TaskRecord:
+        """Start ``request`` as a supervised task and remember it."""
+
+        async def run(record: TaskRecord) -> ToolResult:
+            return await delegate.run(request, record)
+
+        rec = self.supervisor.spawn(
+            run,
+            tool_name=tool,
+            tool_call_id=ctx.tool_call_id,
+            session_key=ctx.session_key,
+            args=dict(request.args),
+            metadata={"label": request.label, "role": request.role, "depth": request.depth},
+        )
+        self.requests[rec.id] = request
+        return rec
+
+
+def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) -> bool:
+    """Attach ``delegate`` to the sub-agent tools of ``registry``.
+
+    Returns:
+        ``True`` when the tools were found (``spawn_agent`` is registered).
+    """
+    tool = registry.get("spawn_agent")
+    hub = getattr(tool, "hub", None)
+    if not isinstance(hub, AgentHub):
+        return False
+    hub.delegate = delegate
+    return True
+
+
+def _status(rec: TaskRecord) -> JSONObject:
+    out: JSONObject = {
+        "agent_id": rec.id,
+        "status": rec.status.value,
+        "terminal": rec.terminal,
+        "label": rec.metadata.get("label"),
+    }
+    if rec.error:
+        out["error"] = rec.error
+    if rec.result is not None:
+        text = rec.result.output
+        if len(text) > OUTPUT_PREVIEW_CHARS:
+            omitted = len(text) - OUTPUT_PREVIEW_CHARS
+            text = text[:OUTPUT_PREVIEW_CHARS] + f"\n[... {omitted} characters omitted ...]"
+        out["output"] = text
+    if rec.output_files:
+        out["output_files"] = list(rec.output_files)
+    return out
+
+
+def _json(obj: JSONObject) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=1)
+
+
+def _target(args: JSONObject, tool: str) -> str:
+    for key in ("id", "agent_id", "target"):
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    targets = args.get("targets")
+    if isinstance(targets, list) and targets and isinstance(targets[0], str):
+        return targets[0]
+    raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{tool} needs the agent 'id'")
+
+
+def _render_items(items: Sequence[Any]) -> str:
+    lines = []
+    for item in items:
+        if not isinstance(item, dict):
+            lines.append(str(item))
+            continue
+        kind = item.get("type", "item")
+        value = next(
+            (item[k] for k in ("text", "name", "path", "image_url") if k in item), json.dumps(item)
+        )
+        lines.append(f"[{kind}] {value}")
+    return "\n".join(lines)
+
+
+_ID_PROPS: JSONObject = {
+    "id": {"type": "string", "description": "The agent id from spawn_agent."},
+    "agent_id": {"type": "string", "description": "Alias of id."},
+    "target": {"type": "string", "description": "Alias of id."},
+    "targets": {"type": "array", "items": {"type": "string"}, "description": "Ids (first used)."},
+}
+
+
+class _AgentTool(Tool):
+    tags: tuple[str, ...] = ("code",)
+    concurrency_class = ConcurrencyClass.SAFE
+
+    def __init__(self, hub: AgentHub) -> None:
+        self.hub = hub
+
+
+class SpawnAgentTool(_AgentTool):
+    """``spawn_agent`` (Codex P0; tags gateway, code; Exclusive): start a child agent.
+
+    ``mode: "sync"`` waits for it and returns its final output; the default ``background``
+    returns the ``agent_id`` at once.
+    """
+
+    name = "spawn_agent"
+    title = "Start a sub-agent"
+    description = (
+        "Start a sub-agent on a task. Returns its agent id at once (mode 'background', the "
+        "default); use wait_agent to get its result, send_input to message it, close_agent "
+        "to stop it."
+    )
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "description": "The task for the agent."},
+            "task": {"type": "string", "description": "Alias of message."},
+            "items": {"type": "array", "items": {"type": "object"}},
+            "agent_type": {"type": "string"},
+            "label": {"type": "string"},
+            "role": {"type": "string"},
+            "model": {"type": "string"},
+            "reasoning_effort": {"type": "string"},
+            "fork_context": {"type": "boolean"},
+            "mode": {"type": "string", "enum": ["background", "sync"]},
+            "allowed_tools": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    }
+    tags = ("gateway", "code")
+    concurrency_class = ConcurrencyClass.EXCLUSIVE
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
+            raise ToolError(
+                ErrorKind.POLICY_DENIED,
+                f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
+                f"{MAX_SPAWN_DEPTH}); do the work yourself",
+            )
+        delegate = self.hub.delegate_for(ctx)
+        if delegate is None:
+            raise ToolError(
+                ErrorKind.NOT_CONFIGURED,
+                "no sub-agent runner is attached to this session; do the task yourself",
+            )
+        text = str(args.get("task") or args.get("message") or "").strip()
+        items = args.get("items") or []
+        if items:
+            text = (text + "\n\nItems:\n" if text else "") + _render_items(items)
+        if not text:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "spawn_agent needs a 'message' (task)")
+        agent_type = args.get("agent_type")
+        request = SpawnRequest(
+            task=text,
+            label=str(args.get("label") or f"codex-{agent_type or 'agent'}"),
+            role=(str(args["role"]).strip() or None) if args.get("role") else None,
+            agent_type=agent_type,
+            model=args.get("model"),
+            reasoning_effort=args.get("reasoning_effort"),
+            allowed_tools=tuple(args.get("allowed_tools") or ()),
+            fork_context=bool(args.get("fork_context", False)),
+            depth=ctx.spawn_depth + 1,
+            session_key=ctx.session_key,
+            args=dict(args),
+        )
+        rec = self.hub.start(ctx, delegate, request, self.name)
+        if args.get("mode") == "sync":
+            await self.hub.supervisor.wait([rec.id], None)
+        status = _status(rec)
+        return ToolResult.ok(
+            _json(status),
+            structured_metadata={"codex_tool": self.name, **status},
+        )
+
+
+class SendInputTool(_AgentTool):
+    """``send_input {id, message, interrupt?}`` (Codex P0): message a child agent."""
+
+    name = "send_input"
+    title = "Message a sub-agent"
+    description = (
+        "Send a message to a sub-agent. Delivered at once when the runtime supports it, "
+        "otherwise recorded and given to the agent when it is resumed."
+    )
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            **_ID_PROPS,
+            "message": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "object"}},
+            "interrupt": {"type": "boolean"},
+        },
+        "additionalProperties": False,
+    }
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        agent_id = _target(args, self.name)
+        rec = self.hub.record(agent_id)
+        message = str(args.get("message") or "")
+        if args.get("items"):
+            message = (message + "\n" if message else "") + _render_items(args["items"])
+        if not message.strip():
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "send_input needs a 'message'")
+        delegate = self.hub.delegate_for(ctx)
+        delivered = False
+        if not rec.terminal and isinstance(delegate, SupportsLiveInput):
+            delivered = await delegate.deliver_input(rec, message, bool(args.get("interrupt")))
+        delivery = "live" if delivered else "recorded"
+        rec.inputs.append({"message": message, "at": time.time(), "delivered": delivered})
+        out: JSONObject = {
+            "agent_id": rec.id,
+            "status": rec.status.value,
+            "delivered": delivered,
+            "delivery": delivery,
+            "recorded": True,
+        }
+        if not delivered:
+            out["message"] = (
+                "recorded on the agent's task; it reaches the agent when it is resumed"
+                if rec.terminal or delegate is None or not isinstance(delegate, SupportsLiveInput)
+                else "the agent did not take the message now; it is recorded"
+            )
+        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+
+
+class ResumeAgentTool(_AgentTool):
+    """``resume_agent {id}`` (Codex P0): run a finished agent again with its recorded inputs."""
+
+    name = "resume_agent"
+    title = "Resume a sub-agent"
+    description = (
+        "Resume a finished sub-agent: it runs again on its task plus the messages sent to it "
+        "with send_input since. A running agent is left alone."
+    )
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": dict(_ID_PROPS),
+        "additionalProperties": False,
+    }
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        agent_id = _target(args, self.name)
+        rec = self.hub.record(agent_id)
+        if not rec.terminal:
+            out: JSONObject = {
+                "agent_id": rec.id,
+                "status": rec.status.value,
+                "message": "the agent is still running",
+            }
+            return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+        delegate = self.hub.delegate_for(ctx)
+        if delegate is None:
+            raise ToolError(ErrorKind.NOT_CONFIGURED, "no sub-agent runner is attached")
+        request = self.hub.requests[rec.id]
+        pending = tuple(str(i["message"]) for i in rec.inputs if not i.get("delivered"))
+        new_request = replace(request, inputs=request.inputs + pending)
+        new = self.hub.start(ctx, delegate, new_request, "spawn_agent")
+        new.metadata["resumed_from"] = rec.id
+        out = {"agent_id": rec.id, "resumed_agent_id": new.id, "status": new.status.value}
+        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+
+
+class WaitAgentTool(_AgentTool):
+    """``wait_agent {ids, timeout_ms=30000}`` (Codex P0): wait for agents to finish."""
+
+    name = "wait_agent"
+    title = "Wait for sub-agents"
+    description = (
+        "Wait until the given sub-agents finish or timeout_ms passes (default 30000, max "
+        "3600000); returns each agent's status and output, and whether the wait timed out."
+    )
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "string"}},
+            **_ID_PROPS,
+            "timeout_ms": {"type": "integer", "minimum": 0},
+        },
+        "additionalProperties": False,
+    }
+    timeout = WAIT_MAX_MS / 1000 + 60
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        ids: list[str] = []
+        for key in ("ids", "targets"):
+            ids.extend(str(x) for x in args.get(key) or [])
+        for key in ("id", "agent_id", "target"):
+            if args.get(key):
+                ids.append(str(args[key]))
+        ids = list(dict.fromkeys(ids))
+        timeout_ms = min(WAIT_MAX_MS, int(args.get("timeout_ms", WAIT_DEFAULT_MS)))
+        known = [i for i in ids if i in self.hub.requests]
+        records, timed_out = await self.hub.supervisor.wait(known, timeout_ms / 1000)
+        agents = [
+            _status(records[i])
+            if i in records
+            else {"agent_id": i, "status": "unknown", "terminal": True}
+            for i in ids
+        ]
+        out: JSONObject = {"agents": agents, "timed_out": timed_out}
+        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+
+
+class CloseAgentTool(_AgentTool):
+    """``close_agent {id}`` (Codex P0): cancel a running agent."""
+
+    name = "close_agent"
+    title = "Stop a sub-agent"
+    description = "Stop a sub-agent (cancel it if it is still running)."
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": dict(_ID_PROPS),
+        "additionalProperties": False,
+    }
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        agent_id = _target(args, self.name)
+        rec = self.hub.record(agent_id)
+        if not rec.terminal and self.hub.supervisor.cancel(rec.id):
+            await self.hub.supervisor.wait([rec.id], 5.0)
+        out: JSONObject = {"agent_id": rec.id, "status": rec.status.value, "closed": True}
+        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+
+
+def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
+    """Register the five sub-agent tools (octos §1.1 #7, #9-#12) over
+    ``registry.supervisor``; bind a runner later with :func:`bind_spawn_delegate`."""
+    hub = AgentHub(registry.supervisor)
+    for cls in (SpawnAgentTool, SendInputTool, ResumeAgentTool, WaitAgentTool, CloseAgentTool):
+        registry.register(cls(hub))
