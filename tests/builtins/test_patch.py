@@ -1,0 +1,399 @@
+"""apply_patch: grammar, matching, encodings, atomicity and the Codex conformance folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins.patch import (
+    AddFile,
+    ApplyPatchTool,
+    DeleteFile,
+    UpdateFile,
+    apply_hunks,
+    parse_patch,
+    seek_sequence,
+)
+from octos_tools.context import ToolContext, ToolPermissions
+from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.tool import ToolResult
+from octos_tools.workspace import Workspace
+
+CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "codex-apply-patch"
+if not CONFORMANCE.is_dir():  # the repo may sit elsewhere; fall back to the known location
+    CONFORMANCE = Path("/work/shared/conformance/codex-apply-patch")
+
+
+async def run(root: Path, patch: str, **ctx_kw: Any) -> ToolResult:
+    tool = ApplyPatchTool(Workspace(root))
+    try:
+        return await tool.execute_with_context(ToolContext(**ctx_kw), {"patch": patch})
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+def patch(*body: str) -> str:
+    return "\n".join(["*** Begin Patch", *body, "*** End Patch", ""])
+
+
+# ----------------------------------------------------------------------------- grammar
+
+
+def test_parse_all_operations() -> None:
+    ops = parse_patch(
+        patch(
+            "*** Add File: a/new.txt",
+            "+one",
+            "+two",
+            "*** Delete File: old.txt",
+            "*** Update File: src/x.py",
+            "*** Move to: src/y.py",
+            "@@ def f():",
+            " a",
+            "-b",
+            "+c",
+            "*** End of File",
+        )
+    )
+    assert isinstance(ops[0], AddFile) and ops[0].lines == ["one", "two"]
+    assert isinstance(ops[1], DeleteFile) and ops[1].path == "old.txt"
+    up = ops[2]
+    assert isinstance(up, UpdateFile)
+    assert up.move_to == "src/y.py"
+    assert up.hunks[0].anchor == "def f():"
+    assert up.hunks[0].lines == [(" ", "a"), ("-", "b"), ("+", "c")]
+    assert up.hunks[0].eof
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("", 1, "empty"),
+        ("*** Add File: a\n+x\n*** End Patch\n", 1, "must start with"),
+        ("*** Begin Patch\n*** Add File: a\n+x\n", 3, "must end with"),
+        ("*** Begin Patch\n*** End Patch\n", 2, "no file operations"),
+        ("*** Begin Patch\n*** Frobnicate File: a\n*** End Patch\n", 2, "unrecognised"),
+        ("*** Begin Patch\n*** Update File: a\n*** End Patch\n", 2, "no hunks"),
+        ("*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch\n", 3, "start with '+'"),
+        ("*** Begin Patch\n*** Add File: \n*** End Patch\n", 2, "missing path"),
+        ("*** Begin Patch\n*** Add File: /etc/x\n+x\n*** End Patch\n", 2, "absolute"),
+        ("*** Begin Patch\n*** Add File: a/../../x\n+x\n*** End Patch\n", 2, "'..'"),
+        ("*** Begin Patch\n*** Add File: .git/hooks/x\n+x\n*** End Patch\n", 2, ".git"),
+        ("*** Begin Patch\n*** Delete File: sub/.GIT/config\n*** End Patch\n", 2, ".git"),
+        (
+            "*** Begin Patch\n*** Update File: a\n@@\n-x\n*** Move to: b\n*** End Patch\n",
+            5,
+            "Move to",
+        ),
+        (
+            "*** Begin Patch\n*** Update File: a\n@@\n-x\n*** End of File\n+y\n*** End Patch\n",
+            6,
+            "End of File",
+        ),
+        ("*** Begin Patch\n*** Update File: a\n@@\nbogus\n*** End Patch\n", 4, "unexpected"),
+        ("*** Begin Patch\nstray\n*** End Patch\n", 2, "outside"),
+        ("*** End Patch\n*** Begin Patch\n*** Add File: s\n+x\n*** End Patch\n", 1, "start"),
+        ("*** Begin Patch\n*** Add File: s\n+x\n*** End Patch\nmore\n", 5, "must end"),
+        ("*** Begin Patch\n*** Update File: a\n@@\n*** End Patch\n", 3, "no lines"),
+    ],
+)
+def test_grammar_errors_name_the_line(text: str, line: int, fragment: str) -> None:
+    with pytest.raises(ToolError) as info:
+        parse_patch(text)
+    assert info.value.kind is ErrorKind.INVALID_PATCH
+    assert info.value.message.startswith(f"line {line}:"), info.value.message
+    assert fragment in info.value.message
+
+
+def test_leniencies_crlf_padding_heredoc_and_classic_headers() -> None:
+    crlf = "*** Begin Patch\r\n  *** Update File: a.txt\r\n@@ -1,2 +1,2 @@ def f\r\n-x\r\n+y\r\n"
+    ops = parse_patch(" " + crlf + "*** End Patch \r\n\r\n")
+    up = ops[0]
+    assert isinstance(up, UpdateFile) and up.hunks[0].anchor == "def f"
+    assert up.hunks[0].lines == [("-", "x"), ("+", "y")]
+    heredoc = "<<'EOF'\n" + patch("*** Add File: h.txt", "+hi") + "EOF\n"
+    assert isinstance(parse_patch(heredoc)[0], AddFile)
+    # first hunk without @@, "\ No newline" ignored, bare blank line = empty context
+    ops = parse_patch(patch("*** Update File: a", " a", "", "-b", "\\ No newline at end of file"))
+    up = ops[0]
+    assert isinstance(up, UpdateFile)
+    assert up.hunks[0].lines == [(" ", "a"), (" ", ""), ("-", "b")]
+
+
+def test_context_line_looking_like_end_marker_is_context() -> None:
+    ops = parse_patch(patch("*** Update File: f", "@@", " *** End Patch", "-x", "+y"))
+    up = ops[0]
+    assert isinstance(up, UpdateFile)
+    assert up.hunks[0].lines[0] == (" ", "*** End Patch")
+
+
+# ----------------------------------------------------------------------------- matching
+
+
+def test_seek_sequence_levels_and_preference() -> None:
+    lines = ["a  ", "  b", "top\u2011level", "a"]
+    assert seek_sequence(lines, ["a"], 0) == (3, "exact")  # exact further on beats fuzzy
+    assert seek_sequence(lines, ["b"], 0) == (1, "surrounding whitespace ignored")
+    assert seek_sequence(lines, ["top-level"], 0) == (2, "typographic punctuation normalised")
+    assert seek_sequence(lines, ["zzz"], 0) is None
+    with pytest.raises(ToolError) as info:
+        seek_sequence(["x ", "x  "], ["x"], 0)
+    assert info.value.kind is ErrorKind.AMBIGUOUS_MATCH
+
+
+def test_apply_hunks_keeps_file_bytes_for_context_and_endings() -> None:
+    [op] = parse_patch(patch("*** Update File: u", "@@", " top-level", "-v = 1", "+v = 2"))
+    assert isinstance(op, UpdateFile)
+    assert apply_hunks("top\u2011level\r\nv = 1\r\n", op.hunks) == "top\u2011level\r\nv = 2\r\n"
+    # no final newline stays without one
+    assert apply_hunks("top-level\nv = 1", op.hunks) == "top-level\nv = 2"
+
+
+def test_sequential_hunks_on_repeated_blocks() -> None:
+    text = "x\nsame\nx\nsame\n"
+    [op] = parse_patch(patch("*** Update File: f", "@@", "-same", "+one", "@@", "-same", "+two"))
+    assert isinstance(op, UpdateFile)
+    assert apply_hunks(text, op.hunks) == "x\none\nx\ntwo\n"
+
+
+def test_anchor_and_pure_insertion() -> None:
+    text = "class A:\n    pass\nclass B:\n    pass\n"
+    [op] = parse_patch(patch("*** Update File: f", "@@ class B:", "+    x = 1"))
+    assert isinstance(op, UpdateFile)
+    assert apply_hunks(text, op.hunks) == "class A:\n    pass\nclass B:\n    x = 1\n    pass\n"
+    [op] = parse_patch(patch("*** Update File: f", "@@", "+tail"))
+    assert isinstance(op, UpdateFile)
+    assert apply_hunks(text, op.hunks).endswith("    pass\ntail\n")
+    assert apply_hunks("", op.hunks) == "tail\n"
+
+
+def test_end_of_file_hunk_prefers_the_end() -> None:
+    [op] = parse_patch(patch("*** Update File: f", "@@", "-x", "+y", "*** End of File"))
+    assert isinstance(op, UpdateFile)
+    assert apply_hunks("x\nmid\nx\n", op.hunks) == "x\nmid\ny\n"
+
+
+# ----------------------------------------------------------------------------- the tool
+
+
+@pytest.mark.anyio
+async def test_crlf_file_keeps_crlf_with_lf_and_crlf_patches(tmp_path: Path) -> None:
+    f = tmp_path / "w.txt"
+    for text in (
+        patch("*** Update File: w.txt", "@@", " foo", "-bar", "+qux"),
+        patch("*** Update File: w.txt", "@@", " foo", "-bar", "+qux").replace("\n", "\r\n"),
+    ):
+        f.write_bytes(b"foo\r\nbar\r\nbaz\r\n")
+        result = await run(tmp_path, text)
+        assert result.success, result.output
+        assert f.read_bytes() == b"foo\r\nqux\r\nbaz\r\n"
+    result = await run(tmp_path, patch("*** Add File: n.txt", "+one", "+two"))
+    assert (tmp_path / "n.txt").read_bytes() == b"one\ntwo\n"
+
+
+@pytest.mark.anyio
+async def test_unicode_bom_and_latin1_bytes_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "u.txt").write_bytes("\ufeffnaïve\ncafé ☕\nend\n".encode())
+    result = await run(
+        tmp_path, patch("*** Update File: u.txt", "@@", " naïve", "-café ☕", "+thé")
+    )
+    assert result.success, result.output
+    assert (tmp_path / "u.txt").read_bytes() == "\ufeffnaïve\nthé\nend\n".encode()
+    (tmp_path / "l.js").write_bytes(b"const x = 1;\n// caf\xe9 note\n")
+    result = await run(tmp_path, patch("*** Update File: l.js", "@@", "-const x = 1;", "+x = 2;"))
+    assert result.success, result.output
+    assert (tmp_path / "l.js").read_bytes() == b"x = 2;\n// caf\xe9 note\n"
+    (tmp_path / "w16.txt").write_bytes("\ufeffa\r\nb\r\n".encode("utf-16-le"))
+    result = await run(tmp_path, patch("*** Update File: w16.txt", "@@", " a", "-b", "+c"))
+    assert result.success, result.output
+    assert (tmp_path / "w16.txt").read_bytes() == "\ufeffa\r\nc\r\n".encode("utf-16-le")
+
+
+@pytest.mark.anyio
+async def test_nfd_file_and_non_equivalent_text(tmp_path: Path) -> None:
+    (tmp_path / "c.txt").write_text("cafe\u0301 = 1\n")
+    (tmp_path / "plain.txt").write_text("cafe = 1\n")
+    ok = await run(tmp_path, patch("*** Update File: c.txt", "@@", "-café = 1", "+café = 2"))
+    assert ok.success and (tmp_path / "c.txt").read_text() == "café = 2\n"
+    bad = await run(tmp_path, patch("*** Update File: plain.txt", "@@", "-café = 1", "+x"))
+    assert bad.error_kind is ErrorKind.PATCH_CONFLICT
+    assert (tmp_path / "plain.txt").read_text() == "cafe = 1\n"
+
+
+@pytest.mark.anyio
+async def test_failing_third_file_leaves_first_two_untouched(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a1\n")
+    (tmp_path / "b.txt").write_text("b1\n")
+    (tmp_path / "c.txt").write_text("c1\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    text = patch(
+        "*** Update File: a.txt",
+        "@@",
+        "-a1",
+        "+a2",
+        "*** Add File: new/b2.txt",
+        "+b2",
+        "*** Update File: c.txt",
+        "@@",
+        "-not there",
+        "+c2",
+    )
+    result = await run(tmp_path, text)
+    assert result.error_kind is ErrorKind.PATCH_CONFLICT
+    assert "section 3" in result.output and "No file was changed" in result.output
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.anyio
+async def test_write_failure_in_commit_rolls_back(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a1\n")
+    (tmp_path / "blocker").write_text("a file, not a folder\n")
+    text = patch("*** Update File: a.txt", "@@", "-a1", "+a2", "*** Add File: blocker/x.txt", "+x")
+    result = await run(tmp_path, text)
+    assert not result.success
+    assert (tmp_path / "a.txt").read_text() == "a1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "blocker"]
+
+
+@pytest.mark.anyio
+async def test_symlinks_and_git_are_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link.txt").symlink_to(outside)
+    (ws / ".git").mkdir()
+    result = await run(ws, patch("*** Update File: link.txt", "@@", "-secret", "+pwned"))
+    assert result.error_kind is ErrorKind.SYMLINK_REFUSED
+    result = await run(ws, patch("*** Delete File: link.txt"))
+    assert result.error_kind is ErrorKind.SYMLINK_REFUSED
+    result = await run(ws, patch("*** Add File: .git/hooks/pre-commit", "+evil"))
+    assert result.error_kind is ErrorKind.INVALID_PATCH
+    assert outside.read_text() == "secret\n"
+    assert (ws / "link.txt").is_symlink()
+    assert not (ws / ".git" / "hooks").exists()
+
+
+@pytest.mark.anyio
+async def test_result_metadata_and_diff(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("one\ntwo\n")
+    (tmp_path / "gone.txt").write_text("bye\n")
+    text = patch(
+        "*** Update File: m.txt",
+        "*** Move to: moved/m.txt",
+        "@@",
+        " one",
+        "-two",
+        "+TWO",
+        "*** Delete File: gone.txt",
+        "*** Add File: hello.txt",
+        "+hi",
+    )
+    result = await run(tmp_path, text)
+    assert result.success, result.output
+    meta = result.structured_metadata
+    assert meta is not None
+    assert meta["modified_paths"] == ["m.txt", "moved/m.txt", "gone.txt", "hello.txt"]
+    ops = [(e["op"], e["path"]) for e in meta["diff_preview"]]
+    assert ops == [("move", "moved/m.txt"), ("delete", "gone.txt"), ("add", "hello.txt")]
+    assert meta["diff_preview"][0]["from"] == "m.txt"
+    assert "+TWO" in meta["diff_preview"][0]["diff"] and "+TWO" in result.output
+    assert result.file_modified == "m.txt"
+    assert (tmp_path / "moved" / "m.txt").read_text() == "one\nTWO\n"
+    assert not (tmp_path / "m.txt").exists() and not (tmp_path / "gone.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_input_alias_read_only_and_missing_arguments(tmp_path: Path) -> None:
+    tool = ApplyPatchTool(Workspace(tmp_path))
+    result = await tool.execute_with_context(
+        ToolContext(), {"input": patch("*** Add File: a.txt", "+a")}
+    )
+    assert result.success and (tmp_path / "a.txt").read_text() == "a\n"
+    with pytest.raises(ToolError) as info:
+        await tool.execute_with_context(
+            ToolContext(permissions=ToolPermissions(read_only=True)),
+            {"patch": patch("*** Add File: b.txt", "+b")},
+        )
+    assert info.value.kind is ErrorKind.POLICY_DENIED
+    with pytest.raises(ToolError) as info:
+        await tool.execute_with_context(ToolContext(), {})
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+    with pytest.raises(ToolError) as info:  # no registry: no diff_edit to delegate to
+        await tool.execute_with_context(ToolContext(), {"path": "a.txt", "diff": "@@\n-a\n+b\n"})
+    assert info.value.kind is ErrorKind.UNAVAILABLE
+
+
+@pytest.mark.anyio
+async def test_path_diff_delegates_to_diff_edit(tmp_path: Path) -> None:
+    from octos_tools.builtins import files
+    from octos_tools.builtins import patch as patch_family
+    from octos_tools.config import Config
+    from octos_tools.registry import ToolRegistry
+
+    ws = Workspace(tmp_path)
+    registry = ToolRegistry(ws)
+    files.register(registry, ws, Config())
+    patch_family.register(registry, ws, Config())
+    (tmp_path / "d.txt").write_text("line1\nline2\n")
+    result = await registry.execute(
+        "apply_patch", {"path": "d.txt", "diff": "@@ -1,2 +1,2 @@\n line1\n-line2\n+LINE2\n"}
+    )
+    assert result.success, result.output
+    assert (tmp_path / "d.txt").read_text() == "line1\nLINE2\n"
+    await registry.aclose()
+
+
+# ----------------------------------------------------------------------------- conformance
+
+
+def _scenarios() -> list[Path]:
+    if not CONFORMANCE.is_dir():
+        return []
+    return sorted(p for p in CONFORMANCE.iterdir() if (p / "patch.txt").is_file())
+
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    for dirpath, _dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        out[rel] = None
+        for name in filenames:
+            out[os.path.join(rel, name)] = Path(dirpath, name).read_bytes()
+    return out
+
+
+#: Scenarios where we deliberately differ from Codex, and what we check instead.
+#: 015: Codex keeps the Add applied before the failing Update; our patches are atomic, so
+#: the tree must stay exactly as the input (empty).
+DELIBERATE = {"015_failure_after_partial_success_leaves_changes": "unchanged"}
+#: Scenarios Codex defines as failures (README: exit status non-zero for exactly these).
+FAILING = {"005", "006", "007", "008", "009", "012", "013", "015"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scenario", _scenarios(), ids=lambda p: p.name)
+async def test_codex_conformance(scenario: Path, tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    if (scenario / "input").is_dir():
+        shutil.copytree(scenario / "input", root, dirs_exist_ok=True)
+    before = _snapshot(root)
+    result = await run(root, (scenario / "patch.txt").read_text(encoding="utf-8"))
+    if DELIBERATE.get(scenario.name) == "unchanged":
+        assert _snapshot(root) == before
+    else:
+        assert _snapshot(root) == _snapshot(scenario / "expected")
+    assert result.success is (scenario.name[:3] not in FAILING), result.output
+    if not result.success:
+        assert result.error_kind not in (None, ErrorKind.INTERNAL_ERROR)
+
+
+def test_conformance_folder_present_or_skipped() -> None:
+    if not CONFORMANCE.is_dir():
+        pytest.skip(f"conformance folder {CONFORMANCE} is absent on this machine")
+    assert len(_scenarios()) >= 23
