@@ -1,0 +1,504 @@
+"""Discovery tools: activate_tools, tool_search / tool_suggest, read_task_output."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import discovery
+from octos_tools.builtins.discovery import (
+    MAX_OUTPUT_BYTES,
+    ActivateToolsTool,
+    score_catalog,
+    tokenize,
+)
+from octos_tools.context import ToolContext
+from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.policy import ToolPolicy
+from octos_tools.registry import ToolRegistry
+from octos_tools.tasks import TaskRecord
+from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.workspace import Workspace
+
+from ..helpers import EchoTool
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+def _stand_in(name: str, description: str, tags: tuple[str, ...] = ()) -> EchoTool:
+    return EchoTool(name, description=description, tags=tags)
+
+
+def _registry(workspace: Workspace | None = None, *, session_key: str = "s1") -> ToolRegistry:
+    """Discovery tools plus stand-ins named like the runtime and web tools (the names
+    matter: deferral and activation go by the seed's group table)."""
+    registry = ToolRegistry(workspace, session_key=session_key)
+    registry.register(_stand_in("read_file", "Read a text file of the workspace.", ("fs",)))
+    registry.register(_stand_in("grep", "Search file contents with a regex.", ("search",)))
+    registry.register(
+        _stand_in("shell", "Run a shell command and return its output.", ("runtime",))
+    )
+    registry.register(
+        _stand_in("exec_command", "Start a program in a pseudo-terminal session.", ("runtime",))
+    )
+    registry.register(_stand_in("write_stdin", "Type into a running session.", ("runtime",)))
+    registry.register(_stand_in("web_search", "Search the internet for pages.", ("web",)))
+    registry.register(
+        _stand_in("web_fetch", "Download a web page and convert it to markdown.", ("web",))
+    )
+    discovery.register(registry, workspace or Workspace(os.getcwd()), _config())
+    registry.defer_group("group:runtime")
+    registry.defer_group("group:web")
+    registry.register(ActivateToolsTool())
+    return registry
+
+
+def _config() -> Any:
+    from octos_tools.config import Config
+
+    return Config()
+
+
+async def _call(registry: ToolRegistry, name: str, args: JSONObject, **ctx: Any) -> ToolResult:
+    context = ToolContext(**ctx) if ctx else None
+    return await registry.execute(name, args, context)
+
+
+def _json(result: ToolResult) -> JSONObject:
+    assert result.success, result.output
+    data = json.loads(result.output)
+    assert isinstance(data, dict)
+    return data
+
+
+# ------------------------------------------------------------------------------ activate_tools
+
+
+def _activate_description(registry: ToolRegistry) -> str:
+    return next(s.description for s in registry.specs() if s.name == "activate_tools")
+
+
+def test_activate_tools_description_lists_deferred_names() -> None:
+    registry = _registry()
+    text = _activate_description(registry)
+    for name in ("exec_command", "shell", "web_fetch", "web_search", "write_stdin"):
+        assert name in text
+    assert "read_file" not in text.split("deferred tools")[1]
+
+
+def test_activate_tools_description_omits_denied_and_plain_when_none_deferred() -> None:
+    registry = _registry()
+    registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
+    assert "web_fetch" not in _activate_description(registry)
+    assert "web_search" in _activate_description(registry)
+    registry.activate("group:runtime")
+    registry.activate("group:web")
+    assert _activate_description(registry) == ActivateToolsTool.description
+
+
+@pytest.mark.anyio
+async def test_activate_tools_without_arguments_lists_by_group() -> None:
+    registry = _registry()
+    result = await _call(registry, "activate_tools", {})
+    assert result.success
+    assert "group:runtime" in result.output and "exec_command" in result.output
+    assert result.structured_metadata is not None
+    assert result.structured_metadata["deferred"] == [
+        "exec_command",
+        "shell",
+        "web_fetch",
+        "web_search",
+        "write_stdin",
+    ]
+    registry.activate("group:runtime")
+    registry.activate("group:web")
+    result = await _call(registry, "activate_tools", {})
+    assert result.output == "All tools are already active."
+
+
+@pytest.mark.anyio
+async def test_activate_tools_loads_the_whole_group_and_reports_already_active() -> None:
+    registry = _registry()
+    result = await _call(registry, "activate_tools", {"tools": ["exec_command", "read_file"]})
+    assert result.success
+    assert result.output == (
+        "Loaded 3 tool(s): exec_command, shell, write_stdin. Already active: read_file."
+    )
+    assert {"shell", "exec_command", "write_stdin"} <= set(registry.visible_names())
+    assert registry.is_deferred("web_fetch")
+    again = await _call(registry, "activate_tools", {"group": "group:runtime"})
+    assert again.output == "Already active: exec_command, shell, write_stdin."
+
+
+@pytest.mark.anyio
+async def test_activate_tools_unknown_and_denied_names_match_nothing() -> None:
+    registry = _registry()
+    registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
+    result = await _call(registry, "activate_tools", {"tools": ["web_fetch", "nope"]})
+    assert result.error_kind is ErrorKind.NO_MATCH
+    assert registry.is_deferred("web_fetch") and registry.is_deferred("web_search")
+    # web_search's group also holds the denied web_fetch: loading it never names web_fetch
+    result = await _call(registry, "activate_tools", {"tools": ["web_search", "nope"]})
+    assert result.success
+    assert "web_fetch" not in result.output
+    assert result.output == "Loaded 1 tool(s): web_search. Not found: nope."
+    unknown_group = await _call(registry, "activate_tools", {"group": "group:nothing"})
+    assert unknown_group.error_kind is ErrorKind.NO_MATCH
+
+
+@pytest.mark.anyio
+async def test_activated_tools_get_lru_grace() -> None:
+    registry = _registry()
+    registry.lifecycle.max_active = 3
+    registry.lifecycle.idle_threshold = 2
+    for _ in range(5):
+        registry.tick()
+    await _call(registry, "activate_tools", {"tools": ["exec_command"]})
+    registry.tick()
+    evicted = registry.auto_evict()
+    assert "read_file" in evicted  # idle since iteration 0
+    assert not {"shell", "exec_command", "write_stdin"} & set(evicted)
+    assert {"shell", "exec_command", "write_stdin"} <= set(registry.visible_names())
+
+
+@pytest.mark.anyio
+async def test_activate_tools_without_registry_is_not_configured() -> None:
+    with pytest.raises(ToolError) as info:
+        await ActivateToolsTool().execute_with_context(ToolContext(), {})
+    assert info.value.kind is ErrorKind.NOT_CONFIGURED
+
+
+# ------------------------------------------------------------------------------ tool_search
+
+
+@pytest.mark.anyio
+async def test_tool_search_finds_a_deferred_tool_by_a_description_word() -> None:
+    registry = _registry()
+    data = _json(await _call(registry, "tool_search", {"query": "markdown"}))
+    assert data["matches"][0]["name"] == "web_fetch"
+    match = data["matches"][0]
+    assert match["state"] == "deferred"
+    assert match["group"] == "group:web"
+    assert "activate_tools" in match["load"]
+    assert match["tags"] == ["web"]
+    assert data["total"] == len(registry.catalog())
+
+
+@pytest.mark.anyio
+async def test_tool_search_never_shows_a_policy_denied_tool() -> None:
+    registry = _registry()
+    registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
+    for query in ("markdown", "web", "web_fetch", ""):
+        data = _json(await _call(registry, "tool_search", {"query": query, "limit": 32}))
+        assert "web_fetch" not in [m["name"] for m in data["matches"]]
+    data = _json(await _call(registry, "tool_search", {"query": "select:web_fetch,grep"}))
+    assert [m["name"] for m in data["matches"]] == ["grep"]
+    assert data["not_found"] == ["web_fetch"]
+    suggest = _json(await _call(registry, "tool_suggest", {"task": "fetch a web page"}))
+    assert "web_fetch" not in [s["name"] for s in suggest["suggestions"]]
+
+
+@pytest.mark.anyio
+async def test_tool_search_sees_a_tool_registered_later() -> None:
+    registry = _registry()
+    before = _json(await _call(registry, "tool_search", {"query": "spreadsheet"}))
+    assert before["matches"] == []
+    registry.register(_stand_in("sheet_tool", "Edit a spreadsheet cell."))
+    after = _json(await _call(registry, "tool_search", {"query": "spreadsheet"}))
+    assert [m["name"] for m in after["matches"]] == ["sheet_tool"]
+    assert after["matches"][0]["state"] == "active"
+    assert "load" not in after["matches"][0]
+
+
+@pytest.mark.anyio
+async def test_tool_search_exact_name_first_and_limit_clamped() -> None:
+    registry = _registry()
+    data = _json(await _call(registry, "tool_search", {"query": "grep"}))
+    assert data["matches"][0]["name"] == "grep"
+    many = _json(await _call(registry, "tool_search", {"query": "", "limit": 0}))
+    assert len(many["matches"]) == 1
+    big = _json(await _call(registry, "tool_search", {"query": "", "limit": 1000}))
+    assert len(big["matches"]) == len(registry.catalog())
+
+
+@pytest.mark.anyio
+async def test_tool_search_select_returns_full_schema_in_order() -> None:
+    registry = _registry()
+    data = _json(await _call(registry, "tool_search", {"query": "select:shell, read_file"}))
+    assert [m["name"] for m in data["matches"]] == ["shell", "read_file"]
+    assert data["matches"][0]["input_schema"]["type"] == "object"
+    assert "not_found" not in data
+
+
+@pytest.mark.anyio
+async def test_tool_suggest_ranks_tools_for_a_task() -> None:
+    registry = _registry()
+    data = _json(await _call(registry, "tool_suggest", {"task": "I want to run a shell command"}))
+    assert data["suggestions"][0]["name"] == "shell"
+    assert data["suggestions"][0]["score"] > 0
+    assert len(data["suggestions"]) <= 5
+
+
+def test_tokenize_splits_names_drops_stop_words_and_plurals() -> None:
+    assert tokenize("exec_command") == ["exec", "command"]
+    assert tokenize("Search the files for queries") == ["search", "file", "query"]
+
+
+def test_score_prefers_rare_words_and_name_matches() -> None:
+    registry = ToolRegistry()
+    registry.register(_stand_in("alpha", "common words here and a rare zebra"))
+    registry.register(_stand_in("beta", "common words here"))
+    registry.register(_stand_in("gamma", "common words"))
+    scored = score_catalog(registry.catalog(), "common zebra")
+    assert scored[0].entry.name == "alpha"
+    assert {s.entry.name for s in scored} == {"alpha", "beta", "gamma"}
+    assert score_catalog(registry.catalog(), "nothing") == []
+    assert score_catalog(registry.catalog(), "gamma")[0].entry.name == "gamma"
+
+
+# ------------------------------------------------------------------------------ read_task_output
+
+
+class ReportTool(Tool):
+    """A spawn-only test tool: writes a report file and prints numbered lines."""
+
+    name = "make_report"
+    description = "Build a long report in the background."
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"lines": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        assert ctx.workspace is not None
+        count = int(args.get("lines", 30))
+        ctx.workspace.write_bytes(
+            "out/report.txt", "".join(f"report {i}\n" for i in range(1, 101)).encode()
+        )
+        body = "\n".join(f"line {i}" for i in range(1, count + 1))
+        return ToolResult.ok(body, files_to_send=["out/report.txt"])
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+async def _spawned(registry: ToolRegistry, **args: Any) -> str:
+    result = await _call(registry, "make_report", args)
+    assert result.success
+    assert len(result.output.encode()) < 1024
+    envelope = json.loads(result.output)
+    assert envelope["ok"] is True
+    assert envelope["read_with"] == "read_task_output"
+    assert envelope["read_modes"] == ["head", "tail", "grep", "line_range", "file"]
+    assert envelope["expected_files"] == []
+    assert "output_dir" in envelope and "summary" in envelope
+    handle = envelope["task_handle"]
+    records, timed_out = await registry.supervisor.wait([handle], timeout=30)
+    assert not timed_out and records[handle].terminal
+    return str(handle)
+
+
+def _spawn_registry(workspace: Workspace) -> ToolRegistry:
+    registry = _registry(workspace)
+    registry.register(ReportTool())
+    registry.mark_spawn_only("make_report")
+    return registry
+
+
+async def _read(registry: ToolRegistry, handle: str, mode: JSONObject, **ctx: Any) -> ToolResult:
+    return await _call(registry, "read_task_output", {"task_handle": handle, "mode": mode}, **ctx)
+
+
+@pytest.mark.anyio
+async def test_spawn_only_output_readable_in_all_five_modes(workspace: Workspace) -> None:
+    registry = _spawn_registry(workspace)
+    try:
+        handle = await _spawned(registry)
+        head = await _read(registry, handle, {"kind": "head", "lines": 2})
+        assert head.output.splitlines()[1] == "line 1"
+        assert head.output.startswith("[starting] tool=make_report")
+        assert len(head.output.splitlines()) == 2
+        tail = await _read(registry, handle, {"kind": "tail", "lines": 2})
+        assert tail.output == "line 29\nline 30"
+        grep = await _read(registry, handle, {"kind": "grep", "pattern": "line 2"})
+        assert grep.output.splitlines()[0] == "3:line 2"
+        assert "21:line 20" in grep.output
+        rng = await _read(registry, handle, {"kind": "line_range", "start": 2, "end": 4})
+        assert rng.output == "line 1\nline 2\nline 3"
+        file = await _read(
+            registry,
+            handle,
+            {"kind": "file", "path": "out/report.txt", "mode": {"kind": "tail", "lines": 1}},
+        )
+        assert file.output == "report 100"
+        default = await _call(registry, "read_task_output", {"task_handle": handle})
+        assert default.output.splitlines()[-1] == "line 30"
+        assert default.structured_metadata is not None
+        assert default.structured_metadata["status"] == "completed"
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_handle_of_another_session_and_unknown_handle_refused(
+    workspace: Workspace,
+) -> None:
+    registry = _spawn_registry(workspace)
+    try:
+        handle = await _spawned(registry)
+        other = await _read(registry, handle, {"kind": "head"}, session_key="someone-else")
+        assert other.error_kind is ErrorKind.PERMISSION_DENIED
+        assert "another session" in other.output
+        mine = await _read(registry, handle, {"kind": "head"}, session_key="s1")
+        assert mine.success
+        unknown = await _read(registry, "no-such-task", {"kind": "head"})
+        assert unknown.error_kind is ErrorKind.NOT_FOUND
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_mode_errors(workspace: Workspace) -> None:
+    registry = _spawn_registry(workspace)
+    try:
+        handle = await _spawned(registry)
+        cases: list[tuple[JSONObject, str]] = [
+            ({"kind": "line_range", "start": 0, "end": 3}, "start at 1"),
+            ({"kind": "line_range", "start": 5, "end": 3}, "before start"),
+            ({"kind": "line_range", "start": 1, "end": 501}, "spans 501 lines"),
+            ({"kind": "grep", "pattern": ""}, "non-empty"),
+            ({"kind": "file", "path": "out/report.txt", "mode": {"kind": "file"}}, "schema"),
+        ]
+        for mode, text in cases:
+            result = await _read(registry, handle, mode)
+            assert result.error_kind is ErrorKind.INVALID_ARGUMENTS, mode
+            assert text in result.output or text == "schema", (mode, result.output)
+        clamped = await _read(registry, handle, {"kind": "head", "lines": 100000})
+        assert clamped.success and len(clamped.output.splitlines()) == 31
+        nomatch = await _read(registry, handle, {"kind": "grep", "pattern": "zzz"})
+        assert nomatch.output == '(no matches for "zzz")'
+        past = await _read(registry, handle, {"kind": "line_range", "start": 90, "end": 95})
+        assert past.success and "no lines" in past.output
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_file_mode_only_for_recorded_output_files(workspace: Workspace) -> None:
+    registry = _spawn_registry(workspace)
+    try:
+        handle = await _spawned(registry)
+        workspace.write_bytes("secret.txt", b"secret\n")
+        refused = await _read(registry, handle, {"kind": "file", "path": "secret.txt"})
+        assert refused.error_kind is ErrorKind.PERMISSION_DENIED
+        assert "out/report.txt" in refused.output
+        basename = await _read(registry, handle, {"kind": "file", "path": "report.txt"})
+        assert basename.error_kind is ErrorKind.PERMISSION_DENIED
+        absolute = str(workspace.root / "out" / "report.txt")
+        ok = await _read(registry, handle, {"kind": "file", "path": absolute})
+        assert ok.output.splitlines()[0] == "report 1"
+        outside = await _read(registry, handle, {"kind": "file", "path": "/etc/passwd"})
+        assert outside.error_kind is ErrorKind.PATH_OUTSIDE_WORKSPACE
+        # the recorded file replaced by a symlink: never followed
+        os.unlink(workspace.root / "out" / "report.txt")
+        os.symlink(workspace.root / "secret.txt", workspace.root / "out" / "report.txt")
+        link = await _read(registry, handle, {"kind": "file", "path": "out/report.txt"})
+        assert link.error_kind is ErrorKind.SYMLINK_REFUSED
+        assert "secret" not in link.output
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_file_mode_refused_before_outputs_and_for_symlinked_parent(
+    workspace: Workspace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    registry = _registry(workspace)
+    try:
+        record = registry.supervisor.spawn(_quiet, tool_name="quiet", session_key="s1")
+        await registry.supervisor.wait([record.id], timeout=30)
+        before = await _read(registry, record.id, {"kind": "file", "path": "x.txt"})
+        assert before.error_kind is ErrorKind.NOT_FOUND
+        assert "not recorded any output files" in before.output
+        outside = tmp_path_factory.mktemp("outside")
+        (outside / "x.txt").write_text("outside data\n")
+        os.symlink(outside, workspace.root / "linked")
+        record.output_files.append("linked/x.txt")
+        linked = await _read(registry, record.id, {"kind": "file", "path": "linked/x.txt"})
+        assert linked.error_kind is ErrorKind.SYMLINK_REFUSED
+        assert "outside data" not in linked.output
+    finally:
+        await registry.aclose()
+
+
+async def _quiet(record: TaskRecord) -> ToolResult:
+    return ToolResult.ok("")
+
+
+@pytest.mark.anyio
+async def test_output_capped_at_4_kib_on_a_character_boundary(workspace: Workspace) -> None:
+    registry = _registry(workspace)
+    try:
+
+        async def wide(record: TaskRecord) -> ToolResult:
+            registry.supervisor.append_output(record.id, ("é€😀" * 300 + "\n") * 100)
+            return ToolResult.ok("")
+
+        record = registry.supervisor.spawn(wide, tool_name="wide", session_key="s1")
+        await registry.supervisor.wait([record.id], timeout=30)
+        for mode in (
+            {"kind": "head", "lines": 500},
+            {"kind": "tail", "lines": 500},
+            {"kind": "grep", "pattern": "é", "max_matches": 100},
+            {"kind": "line_range", "start": 1, "end": 100},
+        ):
+            result = await _read(registry, record.id, mode)
+            assert result.success, result.output
+            data = result.output.encode("utf-8")
+            assert len(data) <= MAX_OUTPUT_BYTES, mode
+            assert "…[truncated]" in result.output
+            assert "\ufffd" not in result.output
+    finally:
+        await registry.aclose()
+
+
+class _CountingReader(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data = super().read(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def test_tail_reads_only_the_end_of_a_large_log() -> None:
+    log = b"".join(b"row %d\n" % i for i in range(1_000_000))  # about 10 MB
+    fh = _CountingReader(log)
+    text = discovery._tail(fh, 3)
+    assert text == "row 999997\nrow 999998\nrow 999999"
+    assert fh.bytes_read < 200_000
+    fh = _CountingReader(b"no newline at all " * 1000)
+    assert discovery._tail(fh, 5).endswith("all ")
+
+
+def test_a_huge_line_is_cut_while_reading() -> None:
+    fh = _CountingReader(b"x" * 5_000_000 + b"\nsecond\n")
+    lines = list(discovery._iter_lines(fh))
+    assert [len(x) for x in lines] == [discovery._MAX_LINE_SCAN, 6]
+    assert lines[1] == b"second"
+
+
+def test_register_adds_three_tools_without_activate_tools(tmp_path: Path) -> None:
+    registry = ToolRegistry()
+    discovery.register(registry, Workspace(tmp_path), _config())
+    assert registry.names() == ["tool_search", "tool_suggest", "read_task_output"]

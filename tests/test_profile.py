@@ -1,0 +1,188 @@
+"""Host profile: deferral of a large registry (builtins + test tools), activation on use,
+LRU eviction back to the limit, discovery over deferred tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from octos_tools.builtins import register_builtins
+from octos_tools.config import Config, LifecycleConfig
+from octos_tools.errors import ErrorKind
+from octos_tools.lifecycle import ToolLifecycle
+from octos_tools.policy import ToolPolicy
+from octos_tools.profile import apply_deferral, apply_policies, build_registry
+from octos_tools.registry import ToolRegistry
+from octos_tools.session import ToolSession
+from octos_tools.workspace import Workspace
+
+from .helpers import EchoTool
+
+TOTAL_TOOLS = 45
+
+
+def _big_registry(tmp_path: Path, config: Config | None = None) -> ToolRegistry:
+    """The builtins plus test tools, 45 tools in all, then the host profile's deferral.
+
+    If the runtime family is not among the builtins, a stand-in ``exec_command`` is
+    registered (it echoes) so the runtime group still exists.
+    """
+    config = config or Config()
+    workspace = Workspace(tmp_path)
+    registry = ToolRegistry(
+        workspace,
+        lifecycle=ToolLifecycle(
+            config.lifecycle.max_active, config.lifecycle.idle_threshold, config.base_tools
+        ),
+        session_key="host",
+    )
+    register_builtins(registry, workspace, config)
+    if "exec_command" not in registry:
+        registry.register(EchoTool("exec_command", description="stand-in: run a command"))
+    extra = TOTAL_TOOLS - len(registry) - 2  # + barcode_scanner; activate_tools is the 45th
+    assert extra > 0, "more builtins than the test budget; raise TOTAL_TOOLS"
+    for i in range(extra):
+        registry.register(
+            EchoTool(f"extra_{i:02d}", description=f"Test tool number {i} for the profile.")
+        )
+    registry.register(
+        EchoTool("barcode_scanner", description="Decode a QR barcode from a photograph.")
+    )
+    apply_policies(registry, config)
+    apply_deferral(registry, config)
+    return registry
+
+
+def test_first_request_holds_at_most_max_active_plus_activate_tools(tmp_path: Path) -> None:
+    registry = _big_registry(tmp_path)
+    assert len(registry) == TOTAL_TOOLS
+    names = registry.visible_names()
+    assert "activate_tools" in names
+    assert len([n for n in names if n != "activate_tools"]) <= 15
+    for base in ("read_file", "grep", "tool_search", "read_task_output"):
+        assert base in names
+    for deferred in ("exec_command", "web_fetch", "spawn_agent", "barcode_scanner"):
+        if deferred in registry:
+            assert registry.is_deferred(deferred)
+            assert deferred not in names
+
+
+@pytest.mark.anyio
+async def test_calling_a_deferred_exec_command_runs_and_shows_its_group(tmp_path: Path) -> None:
+    registry = _big_registry(tmp_path)
+    try:
+        assert registry.is_deferred("exec_command")
+        result = await registry.execute("exec_command", {"cmd": "echo deferred-ok"})
+        assert result.success, result.output
+        if "shell" in registry:  # the real runtime family
+            assert "deferred-ok" in result.output
+        visible = registry.visible_names()
+        for name in ("shell", "exec_command", "write_stdin", "bash"):
+            if name in registry:
+                assert name in visible
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_ten_idle_requests_evict_unused_non_base_tools_back_to_the_limit(
+    tmp_path: Path,
+) -> None:
+    registry = _big_registry(tmp_path)
+    session = ToolSession(registry)
+    try:
+        session.before_model_request()
+        result = await session.call("activate_tools", {"tools": ["web_fetch", "exec_command"]})
+        assert result.success
+        grown = registry.active_names()
+        assert len(grown) > registry.lifecycle.max_active
+        evicted: list[str] = []
+        for _ in range(10):
+            specs = session.before_model_request()
+            evicted += session.evicted
+        active = registry.active_names()
+        base = registry.lifecycle.base_tools
+        assert len(active) == registry.lifecycle.max_active
+        assert len(specs) <= registry.lifecycle.max_active
+        assert sorted(evicted) == sorted(set(grown) - set(active))
+        assert not set(evicted) & base
+        for name in base:
+            if name in registry:
+                assert not registry.is_deferred(name)
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_search_finds_deferred_and_never_policy_denied(tmp_path: Path) -> None:
+    config = Config.from_mapping(
+        {"tool_policy_by_provider": {"acme": {"deny": ["web_search"]}}, "provider": "acme"}
+    )
+    registry = _big_registry(tmp_path, config)
+    try:
+        found = await registry.execute("tool_search", {"query": "photograph"})
+        data = json.loads(found.output)
+        assert data["matches"][0]["name"] == "barcode_scanner"
+        assert data["matches"][0]["state"] == "deferred"
+        if "web_search" in registry:
+            for query in ("web_search", "search the web", "internet"):
+                out = json.loads((await registry.execute("tool_search", {"query": query})).output)
+                assert "web_search" not in [m["name"] for m in out["matches"]]
+            listing = await registry.execute("activate_tools", {})
+            assert "web_search" not in listing.output
+            description = next(
+                s.description for s in registry.specs() if s.name == "activate_tools"
+            )
+            assert "web_search" not in description
+            refused = await registry.execute("activate_tools", {"tools": ["web_search"]})
+            assert refused.error_kind is ErrorKind.NO_MATCH
+    finally:
+        await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_hard_policy_removed_tool_not_in_discovery(tmp_path: Path) -> None:
+    registry = _big_registry(tmp_path)
+    try:
+        registry.apply_policy(ToolPolicy(deny=["barcode_scanner"]))
+        out = json.loads((await registry.execute("tool_search", {"query": "barcode"})).output)
+        assert out["matches"] == []
+        assert "barcode_scanner" not in (await registry.execute("activate_tools", {})).output
+    finally:
+        await registry.aclose()
+
+
+def test_no_deferral_when_switched_off(tmp_path: Path) -> None:
+    config = Config(lifecycle=LifecycleConfig(defer=False))
+    registry = _big_registry(tmp_path, config)
+    assert registry.deferred_names() == []
+    assert "activate_tools" not in registry
+    assert len(registry.specs()) == len(registry) == TOTAL_TOOLS - 1
+
+
+def test_small_registry_is_not_deferred(tmp_path: Path) -> None:
+    registry = ToolRegistry(Workspace(tmp_path))
+    for i in range(5):
+        registry.register(EchoTool(f"t{i}"))
+    assert apply_deferral(registry, Config()) == []
+    assert "activate_tools" not in registry
+
+
+def test_overflow_keeps_base_tools_and_registration_order(tmp_path: Path) -> None:
+    registry = ToolRegistry(Workspace(tmp_path), lifecycle=ToolLifecycle(4, 5, ["z_base"]))
+    for name in ("a", "b", "c", "d", "e", "f", "z_base"):
+        registry.register(EchoTool(name))
+    config = Config(lifecycle=LifecycleConfig(max_active=4))
+    deferred = apply_deferral(registry, config)
+    assert deferred == ["d", "e", "f"]
+    assert registry.visible_names() == ["a", "b", "c", "z_base", "activate_tools"]
+
+
+def test_build_registry_default_profile_defers_and_adds_activate_tools(tmp_path: Path) -> None:
+    registry = build_registry(Config(), tmp_path)
+    names = registry.visible_names()
+    assert "activate_tools" in names
+    assert len([n for n in names if n != "activate_tools"]) <= 15
+    assert registry.deferred_names()
