@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -139,9 +141,10 @@ def call(
 
     async def run() -> ToolResult:
         try:
-            result: ToolResult = await _with_progress(
-                registry.execute(tool, raw), tool, json_output
-            )
+            async with _mounted(registry, cfg):
+                result: ToolResult = await _with_progress(
+                    registry.execute(tool, raw), tool, json_output
+                )
             return result
         finally:
             await registry.aclose()
@@ -212,6 +215,13 @@ def tools(
 
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
+    if cfg.mcp_servers:
+
+        async def mount_once() -> None:
+            async with _mounted(registry, cfg):
+                pass
+
+        anyio.run(mount_once)
     rows: list[dict[str, Any]] = []
     total = 0
     for name in registry.names():
@@ -398,6 +408,75 @@ def contract(
     doc = build_contract(registry)
     anyio.run(registry.aclose)
     typer.echo(json.dumps(doc, indent=2))
+
+
+@asynccontextmanager
+async def _mounted(registry: ToolRegistry, cfg: Config) -> AsyncIterator[None]:
+    """Mount ``cfg.mcp_servers`` into ``registry`` for the block; servers that fail to
+    start are reported on stderr and skipped."""
+    from .mcp.client import mount_mcp_servers
+
+    async with mount_mcp_servers(registry, cfg) as mounts:
+        for name, why in mounts.failures.items():
+            _err.print(f"[yellow]warning:[/yellow] MCP server {name!r}: {why}", highlight=False)
+        yield
+
+
+@app.command()
+def serve(
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    transport: Annotated[
+        str, typer.Option("--transport", "-t", help="stdio (default) or http (streamable HTTP).")
+    ] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to bind.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="HTTP: TCP port (0 picks a free one).")
+    ] = 8765,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote", help="HTTP: allow binding a non-loopback address (no auth!)."
+        ),
+    ] = False,
+    read_only: ReadOnlyOpt = False,
+) -> None:
+    """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
+    from .mcp.server import is_loopback, run_server
+
+    if transport not in ("stdio", "http"):
+        _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
+    if transport == "http":
+        if not 0 <= port <= 65535:
+            _usage_error(f"--port must be between 0 and 65535, not {port}")
+        if not is_loopback(host):
+            if not allow_remote:
+                _usage_error(
+                    f"refusing to bind {host!r}: it is not a loopback address. The server has "
+                    "no authentication; pass --allow-remote to bind it anyway."
+                )
+            _err.print(
+                f"[yellow]warning:[/yellow] binding {host}:{port} - any host that can reach "
+                "it can run these tools in the workspace (no authentication).",
+                highlight=False,
+            )
+    cfg = _load(config, read_only)
+    registry = _registry(cfg, workspace)
+
+    async def run() -> None:
+        try:
+            async with _mounted(registry, cfg):
+                await run_server(
+                    registry, transport=transport, host=host, port=port, read_only=cfg.read_only
+                )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await registry.aclose()
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass
 
 
 def main() -> None:
