@@ -1,0 +1,583 @@
+"""The read-only ``git`` tool (reference §1.8; extra ``git``, which needs no Python package).
+
+``git {command: status|diff|log|show|blame, path?, count=10, revision?}`` runs the ``git``
+binary in the workspace. Why the binary and not a library: it is the reference
+implementation, present wherever a repository is, and its porcelain/plumbing output formats
+are stable; pygit2 needs libgit2 and GitPython itself shells out to ``git``.
+
+If ``git`` is not on ``PATH`` the tool is still registered (installing git later makes it
+work without a restart) and a call fails with ``unavailable`` saying so.
+
+Outputs follow octos: ``status`` → JSON ``{branch, staged, modified, untracked, conflicted}``;
+``diff`` → unified diff text (working tree against the index; with ``revision``, working
+tree against that commit) or ``No changes.``; ``log`` → JSON list of ``{hash (12 chars),
+author, date, message}``; ``show`` → JSON of one commit with its changed files and diff;
+``blame`` → lines ``<8-char hash> (<author, right-aligned 15>) <line, width 4> | <text>``.
+
+Safety. The model can write files, including ``.git/config``, so git must not run anything a
+repository's configuration names:
+
+* ``GIT_CONFIG_NOSYSTEM=1`` and ``GIT_CONFIG_GLOBAL=/dev/null`` (only the repository's own
+  config is read), every inherited ``GIT_*`` variable dropped, ``GIT_OPTIONAL_LOCKS=0`` (no
+  index refresh written by ``status``), ``GIT_TERMINAL_PROMPT=0``, ``LC_ALL=C``.
+* Forced settings through ``GIT_CONFIG_COUNT``: ``core.fsmonitor=false`` (a hook command),
+  ``core.pager=cat``, ``log.showSignature=false`` (runs gpg), ``mailmap.file=`` (would
+  read any file), ``color.ui=never``; and for every ``filter.<driver>.clean|smudge|process`` and
+  ``diff.<driver>.textconv|command`` the repository defines, an empty value, so no filter or
+  diff driver runs (read with ``git config --list`` first, which executes nothing).
+* ``--no-pager``, ``--no-ext-diff``, ``--no-textconv``, ``--ignore-submodules=all``.
+* ``blame.ignoreRevsFile`` cannot be cleared (git keeps the list sorted, so an empty entry
+  comes first) and git echoes that file's first line in errors: ``blame`` is refused
+  (``path_outside_workspace``) unless each such file is a regular file in the workspace.
+* Where the repository starts at the workspace root (so the model could have written its
+  ``.git``), the git directory must lie inside the workspace: a ``.git`` file or
+  ``core.worktree`` leading to another repository is refused (``path_outside_workspace``).
+  A repository *above* the workspace is the user's own and is used, limited to the
+  workspace. Consequence: a ``git worktree`` checkout opened as the workspace is refused.
+* ``revision`` must match ``[A-Za-z0-9_./~^-]``, start with a letter, digit or ``_``, be at
+  most 256 characters, and contain no ``..``, ``@{`` or ``:/``; it is resolved to a commit
+  with ``rev-parse --verify --end-of-options`` before use.
+* ``path`` goes through the workspace (no ``..`` out, no symlinked parent) and is passed as
+  a literal pathspec (``GIT_LITERAL_PATHSPECS=1``). When the workspace is a sub-folder of the
+  repository, every command is limited to the workspace.
+
+Error kinds: ``invalid_arguments``, path kinds, ``not_found`` (no repository, unknown
+revision), ``unavailable`` (no git binary), ``timeout``, ``process_failed`` (other git
+errors, with git's message).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from ..errors import ErrorKind, ToolError
+from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..context import ToolContext
+    from ..registry import ToolRegistry
+    from ..workspace import Workspace
+
+__all__ = ["GitTool", "git_environment", "register", "validate_revision"]
+
+#: Seconds one git process may run.
+GIT_TIMEOUT_SECS = 30.0
+#: Bytes of git output read at most (the rest is cut, and the output says so).
+MAX_GIT_OUTPUT = 2_000_000
+#: Characters of diff kept in ``show``'s JSON.
+MAX_SHOW_DIFF_CHARS = 50_000
+#: Entries per ``status`` list.
+MAX_STATUS_ENTRIES = 1000
+
+_REVISION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^-]{0,255}$")
+
+_FORCED_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.pager", "cat"),
+    ("core.quotePath", "false"),
+    ("log.showSignature", "false"),
+    ("mailmap.file", ""),
+    ("color.ui", "never"),
+    ("diff.external", ""),
+    ("diff.ignoreSubmodules", "all"),
+    ("status.showUntrackedFiles", "normal"),
+)
+_DRIVER_KEY_RE = re.compile(r"^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command))$")
+
+
+def validate_revision(revision: str) -> str:
+    """Check a revision string from the model.
+
+    Returns:
+        ``revision`` unchanged.
+
+    Raises:
+        ToolError: ``invalid_arguments`` naming the rule broken.
+
+    Source: reference §1.8 (octos's charset and limits); the leading-character rule is ours
+    (no option injection).
+    """
+    if not _REVISION_RE.match(revision) or ".." in revision or "@{" in revision:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"invalid revision {revision!r}: use a commit hash, branch, tag or HEAD~N "
+            "(letters, digits and _ . / ~ ^ -, not starting with - or ., no '..' ranges, "
+            "at most 256 characters)",
+        )
+    return revision
+
+
+def git_environment(extra_config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """The environment git runs with: inherited ``GIT_*`` removed, system and global
+    config ignored, the forced settings (module docstring) plus ``extra_config`` applied."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_LITERAL_PATHSPECS="1",
+        GIT_PAGER="cat",
+        PAGER="cat",
+        LC_ALL="C",
+        LANG="C",
+    )
+    pairs = [*_FORCED_CONFIG, *extra_config]
+    env["GIT_CONFIG_COUNT"] = str(len(pairs))
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    code: int
+    out: bytes
+    err: str
+    cut: bool
+
+
+async def _read(stream: ByteReceiveStream | None, cap: int, sink: list[bytes]) -> bool:
+    """Read ``stream`` to its end keeping at most ``cap`` bytes; ``True`` if it was cut."""
+    if stream is None:
+        return False
+    size = 0
+    cut = False
+    async for chunk in stream:
+        if size < cap:
+            sink.append(chunk[: cap - size])
+        size += len(chunk)
+        cut = cut or size > cap
+    return cut
+
+
+async def _git(cwd: str, args: Sequence[str], env: dict[str, str]) -> _Run:
+    exe = shutil.which("git")
+    if exe is None:
+        raise ToolError(
+            ErrorKind.UNAVAILABLE, "git is not installed: no 'git' program on PATH", tool="git"
+        )
+    out: list[bytes] = []
+    err: list[bytes] = []
+    cut = False
+    argv = [exe, "--no-pager", *args]
+    process = await anyio.open_process(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        with anyio.fail_after(GIT_TIMEOUT_SECS):
+            async with anyio.create_task_group() as tg:
+
+                async def read_out() -> None:
+                    nonlocal cut
+                    cut = await _read(process.stdout, MAX_GIT_OUTPUT, out)
+
+                tg.start_soon(read_out)
+                tg.start_soon(_read, process.stderr, 65_536, err)
+            code = await process.wait()
+    except TimeoutError:
+        process.kill()
+        raise ToolError(
+            ErrorKind.TIMEOUT, f"git {args[0]} took longer than {GIT_TIMEOUT_SECS:g} s"
+        ) from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+        await process.aclose()
+    return _Run(code, b"".join(out), b"".join(err).decode("utf-8", "replace").strip(), cut)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class _Repo:
+    cwd: str
+    env: dict[str, str]
+    scope: list[str]  # pathspec limiting commands to the workspace ([] = whole repository)
+    revs_files: list[str]  # blame.ignoreRevsFile values of the repository config
+
+
+class GitTool(Tool):
+    """``git {command, path?, count=10, revision?}``: read-only repository queries.
+
+    Args:
+        workspace: the workspace (the repository or a folder inside one); ``None`` → the
+            call's ``ctx.workspace``.
+    """
+
+    name = "git"
+    title = "Git (read-only)"
+    description = (
+        "Read-only git queries in the workspace repository. command: 'status' (JSON: branch, "
+        "staged, modified, untracked), 'diff' (unified diff of unstaged changes; with "
+        "revision, working tree against that commit), 'log' (JSON list of recent commits, "
+        "`count` of them), 'show' (JSON: one commit, default HEAD, with files and diff), "
+        "'blame' (who last changed each line of `path`). `path` limits to a file or folder."
+    )
+    input_schema: JSONObject = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "enum": ["status", "diff", "log", "show", "blame"],
+                "description": "The git query to run.",
+            },
+            "path": {
+                "type": "string",
+                "description": "File or folder relative to the workspace (required for blame).",
+            },
+            "count": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 500,
+                "default": 10,
+                "description": "Number of commits for log (default 10).",
+            },
+            "revision": {
+                "type": "string",
+                "description": "Commit, branch or tag (e.g. HEAD~2, main, v1.0); no ranges.",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    tags = ("code", "search")
+    concurrency_class = ConcurrencyClass.SAFE
+    cwd_bound = True
+
+    def __init__(self, workspace: Workspace | None = None) -> None:
+        self.workspace = workspace
+
+    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        ws = self.workspace if self.workspace is not None else ctx.workspace
+        if ws is None:
+            raise ToolError(ErrorKind.NOT_CONFIGURED, "git has no workspace to work in")
+        return await self._run(ws, args)
+
+    async def execute(self, args: JSONObject) -> ToolResult:
+        from ..context import current_context
+
+        return await self.execute_with_context(current_context(), args)
+
+    async def _run(self, ws: Workspace, args: JSONObject) -> ToolResult:
+        command = str(args["command"])
+        count = int(args.get("count", 10))
+        revision = args.get("revision")
+        if revision is not None:
+            revision = validate_revision(str(revision))
+        path = _checked_path(ws, args.get("path"), must_be_file=command == "blame")
+        if command == "blame" and path is None:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "blame needs a file 'path'")
+        repo = await _open_repo(ws)
+        spec = [path] if path is not None else repo.scope
+        commit = await _resolve(repo, revision) if revision is not None else None
+        if command == "status":
+            return await _status(repo, spec)
+        if command == "diff":
+            return await _diff(repo, spec, commit)
+        if command == "log":
+            return await _log(repo, spec, count, commit)
+        if command == "show":
+            return await _show(repo, spec, commit or await _resolve(repo, "HEAD"))
+        assert path is not None
+        _check_revs_files(ws, repo.revs_files)
+        return await _blame(repo, path, commit)
+
+
+def _checked_path(ws: Workspace, raw: Any, *, must_be_file: bool) -> str | None:
+    if raw is None or raw == "":
+        return None
+    rel = ws.relpath(str(raw))  # path_outside_workspace, NUL, …
+    if ws.exists(rel):  # symlink_refused for a symlinked parent
+        mode = ws.stat(rel).st_mode
+        if stat.S_ISLNK(mode):
+            raise ToolError(ErrorKind.SYMLINK_REFUSED, f"{rel!r} is a symbolic link")
+        if must_be_file and not stat.S_ISREG(mode):
+            kind = ErrorKind.IS_A_DIRECTORY if stat.S_ISDIR(mode) else ErrorKind.INVALID_ARGUMENTS
+            raise ToolError(kind, f"{rel!r} is not a regular file")
+    elif must_be_file:
+        raise ToolError(ErrorKind.NOT_FOUND, f"no such file: {rel!r}")
+    return rel
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+async def _open_repo(ws: Workspace) -> _Repo:
+    cwd = str(ws.root)
+    plain = git_environment()
+    probe = await _git(
+        cwd, ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], plain
+    )
+    if probe.code != 0:
+        raise ToolError(
+            ErrorKind.NOT_FOUND,
+            "the workspace is not inside a git repository"
+            + (f" ({probe.err.splitlines()[-1]})" if probe.err else ""),
+        )
+    top, git_dir, common = [*_text(probe.out).splitlines(), "", "", ""][:3]
+    root = os.path.realpath(cwd)
+    top = os.path.realpath(top)
+    dirs = [os.path.realpath(git_dir), os.path.realpath(os.path.join(cwd, common))]
+    if top == root:
+        # The repository starts in the workspace, where the model can write: its git
+        # directory must be there too (no ".git" file or core.worktree leading elsewhere).
+        if not all(_inside(d, root) for d in dirs):
+            raise ToolError(
+                ErrorKind.PATH_OUTSIDE_WORKSPACE,
+                "the workspace's repository keeps its git directory outside the workspace "
+                "(a .git file, worktree or core.worktree pointing elsewhere); refusing to read it",
+            )
+    elif not _inside(root, top):
+        raise ToolError(
+            ErrorKind.PATH_OUTSIDE_WORKSPACE,
+            "the repository's work tree does not contain the workspace (core.worktree points "
+            "elsewhere); refusing to read it",
+        )
+    listing = await _git(cwd, ["config", "--list", "--includes", "-z"], plain)
+    overrides: list[tuple[str, str]] = []
+    revs_files: list[str] = []
+    for entry in listing.out.split(b"\0"):
+        key, _, value = _text(entry).partition("\n")
+        if _DRIVER_KEY_RE.match(key):
+            overrides.append((key, ""))
+        elif key == "blame.ignorerevsfile":
+            revs_files.append(value)
+    scope = [] if top == root else ["."]
+    return _Repo(cwd, git_environment(overrides), scope, revs_files)
+
+
+def _check_revs_files(ws: Workspace, files: Sequence[str]) -> None:
+    """``blame.ignoreRevsFile`` cannot be reset from the command line (git sorts the list),
+    and git echoes the file's first line in its error: each one must be a workspace file."""
+    for name in files:
+        if not name:
+            continue
+        try:
+            if name.startswith("~") or not ws.is_file(name):
+                raise ToolError(ErrorKind.NOT_FOUND, "not a file")
+        except ToolError:
+            raise ToolError(
+                ErrorKind.PATH_OUTSIDE_WORKSPACE,
+                f"the repository config sets blame.ignoreRevsFile to {name!r}, which is not a "
+                "regular file inside the workspace; refusing to run blame",
+            ) from None
+
+
+async def _checked(repo: _Repo, args: Sequence[str]) -> _Run:
+    run = await _git(repo.cwd, args, repo.env)
+    if run.code != 0:
+        raise ToolError(
+            ErrorKind.PROCESS_FAILED, f"git error: {run.err or f'exit status {run.code}'}"
+        )
+    return run
+
+
+async def _resolve(repo: _Repo, revision: str) -> str:
+    run = await _git(
+        repo.cwd,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"],
+        repo.env,
+    )
+    if run.code != 0:
+        raise ToolError(ErrorKind.NOT_FOUND, f"unknown revision {revision!r} (no such commit)")
+    return _text(run.out).strip()
+
+
+def _cut_note(run: _Run) -> str:
+    return f"\n\n... (git output cut at {MAX_GIT_OUTPUT} bytes)" if run.cut else ""
+
+
+async def _status(repo: _Repo, spec: list[str]) -> ToolResult:
+    run = await _checked(
+        repo,
+        [
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--branch",
+            "--untracked-files=normal",
+            "--ignore-submodules=all",
+            "--",
+            *spec,
+        ],
+    )
+    branch: str | None = None
+    head: str | None = None
+    lists: dict[str, list[str]] = {"staged": [], "modified": [], "untracked": [], "conflicted": []}
+    records = run.out.split(b"\0")
+    i = 0
+    while i < len(records):
+        rec = _text(records[i])
+        i += 1
+        if not rec:
+            continue
+        if rec.startswith("# branch.head "):
+            name = rec[len("# branch.head ") :]
+            branch = None if name == "(detached)" else name
+        elif rec.startswith("# branch.oid "):
+            head = rec[len("# branch.oid ") :]
+        elif rec.startswith("1 "):
+            fields = rec.split(" ", 8)
+            _add_change(lists, fields[1], fields[8])
+        elif rec.startswith("2 "):
+            fields = rec.split(" ", 9)
+            original = _text(records[i]) if i < len(records) else ""
+            i += 1
+            _add_change(lists, fields[1], f"{original} -> {fields[9]}")
+        elif rec.startswith("u "):
+            lists["conflicted"].append(rec.split(" ", 10)[10])
+        elif rec.startswith("? "):
+            lists["untracked"].append(rec[2:])
+    data: JSONObject = {"branch": branch}
+    if branch is None and head and head != "(initial)":
+        data["head"] = head[:12]
+    truncated = False
+    for key, items in lists.items():
+        truncated = truncated or len(items) > MAX_STATUS_ENTRIES
+        data[key] = items[:MAX_STATUS_ENTRIES]
+    if truncated:
+        data["truncated"] = f"lists cut at {MAX_STATUS_ENTRIES} entries"
+    return ToolResult.ok(json.dumps(data, indent=2, ensure_ascii=False), structured_metadata=data)
+
+
+def _add_change(lists: dict[str, list[str]], xy: str, path: str) -> None:
+    if xy[0] != ".":
+        lists["staged"].append(path)
+    if xy[1] != ".":
+        lists["modified"].append(path)
+
+
+async def _diff(repo: _Repo, spec: list[str], commit: str | None) -> ToolResult:
+    args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
+    if commit is not None:
+        args.append(commit)
+    run = await _checked(repo, [*args, "--", *spec])
+    text = _text(run.out)
+    if not text.strip():
+        return ToolResult.ok("No changes.")
+    return ToolResult.ok(text + _cut_note(run))
+
+
+_LOG_FORMAT = "%H%x1f%an%x1f%ae%x1f%aI%x1f%P%x1f%B%x1e"
+
+
+def _parse_log(data: bytes) -> list[JSONObject]:
+    commits: list[JSONObject] = []
+    for record in _text(data).split("\x1e"):
+        record = record.lstrip("\n")
+        if not record:
+            continue
+        parts = record.split("\x1f", 5)
+        if len(parts) < 6:
+            continue
+        full, author, email, date, parents, message = parts
+        commits.append(
+            {
+                "hash": full[:12],
+                "author": author,
+                "email": email,
+                "date": date,
+                "parents": [p[:12] for p in parents.split()],
+                "message": message.strip(),
+            }
+        )
+    return commits
+
+
+async def _log(repo: _Repo, spec: list[str], count: int, commit: str | None) -> ToolResult:
+    args = ["log", f"--max-count={count}", "--no-color", f"--format={_LOG_FORMAT}"]
+    if commit is not None:
+        args.append(commit)
+    run = await _git(repo.cwd, [*args, "--", *spec], repo.env)
+    if run.code != 0:
+        if "does not have any commits" in run.err:
+            return ToolResult.ok("[]", structured_metadata={"commits": []})
+        raise ToolError(ErrorKind.PROCESS_FAILED, f"git error: {run.err}")
+    commits = _parse_log(run.out)
+    return ToolResult.ok(
+        json.dumps(commits, indent=2, ensure_ascii=False),
+        structured_metadata={"commits": commits},
+    )
+
+
+async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
+    meta = await _checked(repo, ["show", "-s", "--no-color", f"--format={_LOG_FORMAT}", commit])
+    [info] = _parse_log(meta.out) or [{"hash": commit[:12]}]
+    diff_opts = ["--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
+    names = await _checked(
+        repo, ["show", "--format=", "--name-status", "-z", *diff_opts, commit, "--", *spec]
+    )
+    files: list[JSONObject] = []
+    fields = [_text(f) for f in names.out.split(b"\0")]
+    i = 0
+    while i < len(fields):
+        status = fields[i].strip()
+        i += 1
+        if not status:
+            continue
+        if status[0] in "RC" and i + 1 < len(fields):
+            files.append({"status": status[0], "from": fields[i], "path": fields[i + 1]})
+            i += 2
+        elif i < len(fields):
+            files.append({"status": status, "path": fields[i]})
+            i += 1
+    patch = await _checked(repo, ["show", "--format=", "--patch", *diff_opts, commit, "--", *spec])
+    diff = _text(patch.out)
+    info = {**info, "hash": commit, "files": files}
+    if len(diff) > MAX_SHOW_DIFF_CHARS or patch.cut:
+        info["diff"] = diff[:MAX_SHOW_DIFF_CHARS]
+        info["diff_truncated"] = True
+    else:
+        info["diff"] = diff
+    return ToolResult.ok(json.dumps(info, indent=2, ensure_ascii=False), structured_metadata=info)
+
+
+async def _blame(repo: _Repo, path: str, commit: str | None) -> ToolResult:
+    args = ["blame", "--porcelain", "--no-textconv"]
+    if commit is not None:
+        args.append(commit)
+    run = await _checked(repo, [*args, "--", path])
+    authors: dict[str, str] = {}
+    lines: list[str] = []
+    current = ""
+    final_line = 0
+    for raw in run.out.split(b"\n"):
+        if raw.startswith(b"\t"):
+            author = authors.get(current, "")
+            lines.append(f"{current[:8]} ({author:>15}) {final_line:>4} | {_text(raw[1:])}")
+            continue
+        text = _text(raw)
+        head = text.split(" ")
+        if len(head) >= 3 and len(head[0]) >= 40 and all(c in "0123456789abcdef" for c in head[0]):
+            current = head[0]
+            final_line = int(head[2])
+        elif text.startswith("author "):
+            authors[current] = text[len("author ") :]
+    if not lines:
+        return ToolResult.ok(f"(empty file: {path})")
+    return ToolResult.ok("\n".join(lines) + _cut_note(run))
+
+
+def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
+    """Register ``git``. It needs no Python package, only the ``git`` program, which is
+    looked up at each call (``unavailable`` when missing), so it is always registered."""
+    registry.register(GitTool(workspace))

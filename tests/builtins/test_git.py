@@ -1,0 +1,333 @@
+"""The read-only git tool against real repositories made in each test."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import git as git_module
+from octos_tools.builtins.git import GitTool, validate_revision
+from octos_tools.config import Config
+from octos_tools.context import ToolContext
+from octos_tools.errors import ToolError
+from octos_tools.tool import ToolResult
+from octos_tools.workspace import Workspace
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+]
+
+
+def sh(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    full_env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "Ada Lovelace",
+        "GIT_AUTHOR_EMAIL": "ada@example.org",
+        "GIT_COMMITTER_NAME": "Ada Lovelace",
+        "GIT_COMMITTER_EMAIL": "ada@example.org",
+        **(env or {}),
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=full_env, check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def commit(repo: Path, message: str, author: str = "Ada Lovelace") -> str:
+    sh(repo, "commit", "-q", "-m", message, env={"GIT_AUTHOR_NAME": author})
+    return sh(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with three commits on ``main`` and some uncommitted changes."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    sh(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("one\ntwo\nthree\n")
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text("x = 1\n")
+    sh(root, "add", ".")
+    commit(root, "first commit")
+    (root / "a.txt").write_text("one\nTWO\nthree\n")
+    sh(root, "add", "a.txt")
+    commit(root, "second: shout two\n\nWith a body line.", author="Grace Hopper")
+    (root / "src" / "m.py").write_text("x = 2\n")
+    sh(root, "add", ".")
+    commit(root, "third")
+    return root
+
+
+async def run(ws_root: Path, **args: Any) -> ToolResult:
+    tool = GitTool(Workspace(ws_root))
+    try:
+        return await tool.execute_with_context(ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+async def test_status(repo: Path) -> None:
+    (repo / "a.txt").write_text("changed\n")  # modified, unstaged
+    (repo / "new.txt").write_text("n\n")
+    sh(repo, "add", "new.txt")  # staged
+    (repo / "untracked.txt").write_text("u\n")
+    sh(repo, "mv", "src/m.py", "src/renamed.py")  # staged rename
+    result = await run(repo, command="status")
+    assert result.success, result.output
+    data = json.loads(result.output)
+    assert data["branch"] == "main"
+    assert data["modified"] == ["a.txt"]
+    assert "new.txt" in data["staged"] and "src/m.py -> src/renamed.py" in data["staged"]
+    assert data["untracked"] == ["untracked.txt"]
+    assert data["conflicted"] == []
+    clean = await run(repo, command="status", path="src")
+    assert json.loads(clean.output)["modified"] == []
+
+
+async def test_status_does_not_write_the_index(repo: Path) -> None:
+    index = repo / ".git" / "index"
+    (repo / "a.txt").touch()  # stat info differs: a refresh would rewrite the index
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    await run(repo, command="status")
+    await run(repo, command="diff")
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
+async def test_diff(repo: Path) -> None:
+    assert (await run(repo, command="diff")).output == "No changes."
+    (repo / "a.txt").write_text("one\nTWO\nthree\nfour\n")
+    result = await run(repo, command="diff")
+    assert "+four" in result.output and result.output.startswith("diff --git a/a.txt b/a.txt")
+    limited = await run(repo, command="diff", path="src")
+    assert limited.output == "No changes."
+    against = await run(repo, command="diff", revision="HEAD~2")
+    assert "-two" in against.output and "+TWO" in against.output and "+four" in against.output
+    assert "-x = 1" in against.output
+
+
+async def test_log(repo: Path) -> None:
+    result = await run(repo, command="log")
+    commits = json.loads(result.output)
+    assert [c["message"] for c in commits] == [
+        "third",
+        "second: shout two\n\nWith a body line.",
+        "first commit",
+    ]
+    assert all(re.fullmatch(r"[0-9a-f]{12}", c["hash"]) for c in commits)
+    assert commits[1]["author"] == "Grace Hopper"
+    assert re.match(r"\d{4}-\d\d-\d\dT", commits[0]["date"])
+    assert len(json.loads((await run(repo, command="log", count=1)).output)) == 1
+    by_path = json.loads((await run(repo, command="log", path="a.txt")).output)
+    assert [c["message"].split("\n")[0] for c in by_path] == ["second: shout two", "first commit"]
+    older = json.loads((await run(repo, command="log", revision="HEAD~1")).output)
+    assert older[0]["message"].startswith("second")
+
+
+async def test_log_of_empty_repository(tmp_path: Path) -> None:
+    sh(tmp_path, "init", "-q")
+    result = await run(tmp_path, command="log")
+    assert result.success and json.loads(result.output) == []
+
+
+async def test_show(repo: Path) -> None:
+    head = json.loads((await run(repo, command="show")).output)
+    assert head["message"] == "third"
+    assert head["files"] == [{"status": "M", "path": "src/m.py"}]
+    assert "-x = 1\n+x = 2" in head["diff"]
+    assert head["hash"] == sh(repo, "rev-parse", "HEAD").strip()
+    second = json.loads((await run(repo, command="show", revision="HEAD~1")).output)
+    assert second["author"] == "Grace Hopper" and "+TWO" in second["diff"]
+    sh(repo, "tag", "-a", "v1", "-m", "tag message", "HEAD~2")
+    tagged = json.loads((await run(repo, command="show", revision="v1")).output)
+    assert tagged["message"] == "first commit"
+    assert {f["path"] for f in tagged["files"]} == {"a.txt", "src/m.py"}
+
+
+async def test_blame(repo: Path) -> None:
+    (repo / "a.txt").write_text("one\nTWO\nthree\nfour\n")
+    result = await run(repo, command="blame", path="a.txt")
+    lines = result.output.splitlines()
+    assert len(lines) == 4
+    pattern = r"[0-9a-f]{8} \(.{15,}\) {1,4}\d{1,4} \| .*"
+    assert all(re.fullmatch(pattern, line) for line in lines), lines
+    assert lines[0].endswith("   1 | one") and "(   Ada Lovelace)" in lines[0]
+    assert "(   Grace Hopper)    2 | TWO" in lines[1]
+    assert lines[3].startswith("00000000 (Not Committed Yet)    4 | four")
+    old = await run(repo, command="blame", path="a.txt", revision="HEAD~2")
+    assert "   2 | two" in old.output
+
+
+@pytest.mark.parametrize(
+    "revision",
+    [
+        "-x",
+        "--output=/tmp/pwned",
+        "HEAD..main",
+        "main...HEAD",
+        "HEAD@{1}",
+        "@{-1}",
+        ":/first",
+        "HEAD:a.txt",
+        " HEAD",
+        ".hidden",
+        "a b",
+        "x" * 300,
+        "",
+        "HEAD;rm",
+        "$(id)",
+    ],
+)
+async def test_bad_revision_refused(repo: Path, revision: str) -> None:
+    result = await run(repo, command="log", revision=revision)
+    assert result.error_kind == "invalid_arguments", result.output
+    assert not Path("/tmp/pwned").exists()
+
+
+@pytest.mark.parametrize("revision", ["HEAD", "HEAD~1", "HEAD^", "main", "v1.0-rc_2", "a/b"])
+def test_good_revision_shapes(revision: str) -> None:
+    assert validate_revision(revision) == revision
+
+
+async def test_unknown_revision(repo: Path) -> None:
+    result = await run(repo, command="show", revision="no-such-branch")
+    assert result.error_kind == "not_found"
+
+
+async def test_paths_checked(repo: Path, tmp_path: Path) -> None:
+    outside = await run(repo, command="blame", path="../outside.txt")
+    assert outside.error_kind == "path_outside_workspace"
+    (repo / "link.txt").symlink_to(repo / "a.txt")
+    assert (await run(repo, command="blame", path="link.txt")).error_kind == "symlink_refused"
+    (repo / "dirlink").symlink_to(repo / "src")
+    assert (await run(repo, command="log", path="dirlink/m.py")).error_kind == "symlink_refused"
+    assert (await run(repo, command="blame")).error_kind == "invalid_arguments"
+    assert (await run(repo, command="blame", path="src")).error_kind == "is_a_directory"
+    assert (await run(repo, command="blame", path="nope.txt")).error_kind == "not_found"
+
+
+async def test_not_a_repository(tmp_path: Path) -> None:
+    result = await run(tmp_path, command="status")
+    assert result.error_kind == "not_found"
+    assert "not inside a git repository" in result.output
+
+
+async def test_git_missing_is_unavailable(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    result = await run(repo, command="status")
+    assert result.error_kind == "unavailable" and "git" in result.output
+
+
+async def test_repository_config_cannot_run_commands(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "markers"
+    marker.mkdir()
+
+    def cmd(name: str) -> str:
+        return f"touch {marker / name}; cat"
+
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    for key, value in {
+        "core.fsmonitor": f"touch {marker / 'fsmonitor'}; false",
+        "core.pager": cmd("pager"),
+        "pager.log": cmd("pager_log"),
+        "filter.evil.clean": cmd("clean"),
+        "filter.evil.smudge": cmd("smudge"),
+        "filter.evil.process": cmd("process"),
+        "diff.evil.textconv": cmd("textconv"),
+        "diff.evil.command": cmd("diffcmd"),
+        "diff.external": cmd("external"),
+        "log.showSignature": "true",
+        "gpg.program": cmd("gpg"),
+        "mailmap.file": str(marker.parent / "mailmap"),
+    }.items():
+        sh(repo, "config", key, value)
+    (repo / "a.txt").write_text("one\ntwo\nchanged\n")
+    os.utime(repo / "a.txt", (1, 1))  # makes git re-read the file (through the filter)
+    for args in (
+        {"command": "status"},
+        {"command": "diff"},
+        {"command": "diff", "revision": "HEAD~1"},
+        {"command": "log"},
+        {"command": "show"},
+        {"command": "blame", "path": "a.txt"},
+    ):
+        result = await run(repo, **args)
+        assert result.success, (args, result.output)
+    assert list(marker.iterdir()) == []
+
+
+async def test_blame_ignore_revs_file_must_be_in_workspace(repo: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET-LINE\n")
+    sh(repo, "config", "blame.ignoreRevsFile", str(secret))
+    refused = await run(repo, command="blame", path="a.txt")
+    assert refused.error_kind == "path_outside_workspace"
+    assert "TOPSECRET" not in refused.output
+    assert (await run(repo, command="log")).success  # only blame reads that file
+    (repo / ".git-blame-ignore-revs").write_text("")
+    sh(repo, "config", "--replace-all", "blame.ignoreRevsFile", ".git-blame-ignore-revs")
+    assert (await run(repo, command="blame", path="a.txt")).success
+
+
+async def test_git_dir_outside_workspace_refused(repo: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    result = await run(ws, command="log")
+    assert result.error_kind == "path_outside_workspace"
+    assert "third" not in result.output
+    (ws / ".git").unlink()
+    sh(ws, "init", "-q")
+    sh(ws, "config", "core.worktree", str(repo))
+    assert (await run(ws, command="status")).error_kind == "path_outside_workspace"
+
+
+async def test_inherited_git_environment_ignored(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    sh(other, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", "false")
+    (repo / "a.txt").write_text("z\n")
+    result = await run(repo, command="diff")
+    assert result.success and "+z" in result.output
+
+
+async def test_workspace_inside_repository_is_scoped(repo: Path) -> None:
+    (repo / "a.txt").write_text("outside the workspace\n")
+    (repo / "src" / "m.py").write_text("x = 3\n")
+    sub = repo / "src"
+    status = json.loads((await run(sub, command="status")).output)
+    assert status["modified"] == ["m.py"] or status["modified"] == ["src/m.py"]
+    diff = await run(sub, command="diff")
+    assert "x = 3" in diff.output and "outside the workspace" not in diff.output
+    log = json.loads((await run(sub, command="log")).output)
+    assert [c["message"] for c in log] == ["third", "first commit"]
+
+
+async def test_through_registry(repo: Path) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    ws = Workspace(repo)
+    reg = ToolRegistry(ws)
+    git_module.register(reg, ws, Config())
+    tool = reg.get("git")
+    assert tool is not None and tool.cwd_bound and tool.tags == ("code", "search")
+    ok = await reg.execute("git", '{"command": "log", "count": 2}')
+    assert ok.success and len(json.loads(ok.output)) == 2
+    bad = await reg.execute("git", {"command": "push"})
+    assert bad.error_kind == "invalid_arguments"
+    other = Workspace(repo / "src")
+    rebound = tool.with_workspace(other)
+    assert isinstance(rebound, GitTool) and rebound.workspace is other
