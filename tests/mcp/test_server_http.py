@@ -1,0 +1,150 @@
+"""End to end over streamable HTTP (loopback): 20 concurrent clients × 50 calls each.
+
+Every call must be answered with its own file's content: none lost, none mixed up, no
+error. Also checks the loopback-only rule of ``serve --transport http``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+from anyio.abc import Process
+
+from mcp import Client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+CLIENTS = 20
+CALLS_PER_CLIENT = 50
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    for i in range(CLIENTS):
+        d = ws / f"dir{i:02d}"
+        d.mkdir(parents=True)
+        for j in range(5):
+            (d / f"file{j}.txt").write_text(f"client {i} file {j}\nmarker-{i}-{j}\n")
+    return ws
+
+
+@pytest.fixture
+async def http_server(workspace: Path) -> AsyncIterator[str]:
+    process: Process = await anyio.open_process(
+        [
+            sys.executable,
+            *("-m", "octos_tools", "serve", "--workspace", str(workspace)),
+            *("--transport", "http", "--host", "127.0.0.1", "--port", "0"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    url = None
+    buffered = b""
+    assert process.stderr is not None
+    try:
+        with anyio.fail_after(60):
+            while url is None:
+                chunk = await process.stderr.receive()
+                buffered += chunk
+                match = re.search(rb"listening on (http://\S+/mcp)", buffered)
+                if match:
+                    url = match.group(1).decode()
+        yield url
+    finally:
+        if process.returncode is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            with anyio.move_on_after(10):
+                await process.wait()
+            if process.returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+        await process.aclose()
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
+    answered: dict[tuple[int, int], str] = {}
+    errors: list[str] = []
+
+    async def one_client(i: int) -> None:
+        async with Client(http_server) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"read_file", "list_dir"} <= names
+            for k in range(CALLS_PER_CLIENT):
+                j = k % 5
+                if k % 10 == 9:
+                    result = await client.call_tool("list_dir", {"path": f"dir{i:02d}"})
+                    expect = f"file{j}.txt"
+                else:
+                    result = await client.call_tool(
+                        "read_file", {"path": f"dir{i:02d}/file{j}.txt"}
+                    )
+                    expect = f"marker-{i}-{j}"
+                text = _text(result)
+                if result.is_error or expect not in text:
+                    errors.append(f"client {i} call {k}: {text[:200]}")
+                answered[(i, k)] = text
+
+    async with anyio.create_task_group() as tg:
+        for i in range(CLIENTS):
+            tg.start_soon(one_client, i)
+
+    assert errors == []
+    assert len(answered) == CLIENTS * CALLS_PER_CLIENT
+
+    # Failures are isError results naming the kind, on the same server.
+    async with Client(http_server) as client:
+        result = await client.call_tool("read_file", {"path": "../outside.txt"})
+        assert result.is_error
+        assert _text(result).startswith("Error [path_outside_workspace]")
+        assert isinstance(result.structured_content, dict)
+        assert result.structured_content["error"]["kind"] == "path_outside_workspace"
+        unknown = await client.call_tool("no_such_tool", {})
+        assert unknown.is_error
+        assert "unknown_tool" in _text(unknown)
+        bad = await client.call_tool("read_file", {"path": 3})
+        assert bad.is_error
+        assert "invalid_arguments" in _text(bad)
+
+
+def test_non_loopback_bind_needs_allow_remote(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "octos_tools", "serve", "--workspace", str(tmp_path)),
+            *("--transport", "http", "--host", "0.0.0.0", "--port", "0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--allow-remote" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_transport_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "serve", "-w", str(tmp_path), "-t", "pigeon"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "stdio" in proc.stderr
