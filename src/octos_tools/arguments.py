@@ -287,7 +287,11 @@ def _field_path(err: jsonschema.ValidationError) -> str:
 
 
 def validate_arguments(
-    args: dict[str, Any], schema: Mapping[str, Any], *, tool_name: str
+    args: dict[str, Any],
+    schema: Mapping[str, Any],
+    *,
+    tool_name: str,
+    validator: Draft202012Validator | None = None,
 ) -> dict[str, Any]:
     """Validate ``args`` against ``schema`` (Draft 2020-12); no silent coercion.
 
@@ -295,13 +299,20 @@ def validate_arguments(
     decoded once. Everything else must match as sent (the string ``"false"`` is not a
     boolean).
 
+    Args:
+        args: the parsed arguments.
+        schema: the tool's input schema.
+        tool_name: used in messages.
+        validator: a pre-compiled validator of ``schema`` (see :func:`compile_schema`).
+
     Returns:
         The (possibly leniency-decoded) arguments.
 
     Raises:
         ArgumentError: ``invalid_arguments`` naming the field and what was expected.
     """
-    validator = compile_schema(schema)
+    if validator is None:
+        validator = compile_schema(schema)
     args = _decode_json_strings(args, schema)
     errors = list(validator.iter_errors(args))
     if not errors:

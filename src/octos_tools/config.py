@@ -281,7 +281,7 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
     data: Any
-    if p.suffix.lower() == ".json" or raw.lstrip()[:1] in (b"{", b"["):
+    if p.suffix.lower() == ".json" or (p.suffix.lower() != ".toml" and raw.lstrip()[:1] == b"{"):
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from jsonschema import Draft202012Validator
 
 from .arguments import MAX_ARGS_SIZE, compile_schema, parse_arguments, validate_arguments
 from .context import ToolContext, use_context
@@ -138,6 +139,9 @@ class ToolRegistry:
         self.session_key = session_key
         self.output_dir_hint: str | None = None
         self._tools: dict[str, Tool] = {}
+        # name -> (the schema object compiled, its validator); recompiled if a tool swaps
+        # its schema object.
+        self._validators: dict[str, tuple[Any, Draft202012Validator]] = {}
         self._deferred: set[str] = set()
         self._spawn_only: dict[str, str | None] = {}
         self._hard_policies: list[ToolPolicy] = []
@@ -168,7 +172,7 @@ class ToolRegistry:
         schema = tool.input_schema
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             raise ValueError(f"tool {tool.name!r}: input_schema must be a JSON Schema object")
-        compile_schema(schema)
+        self._validators[tool.name] = (schema, compile_schema(schema))
         self._tools[tool.name] = tool
         self._mutated()
 
@@ -420,12 +424,12 @@ class ToolRegistry:
         members = GROUPS.get(group_or_name, (group_or_name,))
         activated = [n for n in members if n in self._deferred]
         if activated:
+            for name in activated:
+                self.lifecycle.record_use(name)
             self._deferred.difference_update(activated)
             self._mutated()
         return activated
 
-            for name in activated:
-                self.lifecycle.record_use(name)
     def deferred_names(self) -> list[str]:
         """Deferred tool names, sorted."""
         return sorted(self._deferred)
@@ -505,6 +509,7 @@ class ToolRegistry:
             redact=self.redact,
         )
         new._tools = tools
+        new._validators = {n: v for n, v in self._validators.items() if n in tools}
         new._deferred = set(self._deferred)
         new._spawn_only = {n: m for n, m in self._spawn_only.items() if n in tools}
         new._hard_policies = list(self._hard_policies)
@@ -606,7 +611,16 @@ class ToolRegistry:
         if tool is None:
             raise self._unknown_tool(name)
         if tool.validate_arguments:
-            parsed = validate_arguments(parsed, tool.input_schema, tool_name=name)
+            cached = self._validators.get(name)
+            if cached is None or cached[0] is not tool.input_schema:
+                cached = self._validators[name] = (
+                    tool.input_schema,
+                    compile_schema(tool.input_schema),
+                )
+            validator = cached[1]
+            parsed = validate_arguments(
+                parsed, tool.input_schema, tool_name=name, validator=validator
+            )
         return tool, parsed
 
     async def _execute(

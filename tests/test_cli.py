@@ -1,0 +1,164 @@
+"""The command line contract of DESIGN.md §6, driven as a separate process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import octos_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "octos_tools", *args],
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def call_json(ws: Path, tool: str, args: str | None, **kw: Any) -> dict[str, Any]:
+    argv = (
+        ["call", tool] + ([args] if args is not None else []) + ["--workspace", str(ws), "--json"]
+    )
+    proc = run(*argv, **kw)
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode().strip().splitlines()
+    assert len(lines) == 1, proc.stdout
+    data: dict[str, Any] = json.loads(lines[0])
+    assert set(data) == {"success", "output", "error", "file_modified", "structured_metadata"}
+    return data
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    w = tmp_path / "ws"
+    w.mkdir()
+    (w / "hello.txt").write_text("hello world\n")
+    return w
+
+
+def test_version() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0 and octos_tools.__version__ in proc.stdout.decode()
+
+
+def test_call_json_success_and_failure(ws: Path, tmp_path: Path) -> None:
+    ok = call_json(ws, "read_file", '{"path": "hello.txt"}', cwd=tmp_path)
+    assert ok["success"] is True and "hello world" in ok["output"] and ok["error"] is None
+    bad = call_json(ws, "read_file", '{"path": "../x"}', cwd=tmp_path)
+    assert bad["success"] is False
+    assert bad["error"]["kind"] == "path_outside_workspace"
+    unknown = call_json(ws, "no_such_tool", "{}")
+    assert unknown["error"]["kind"] == "unknown_tool"
+
+
+def test_call_reads_args_from_stdin(ws: Path) -> None:
+    data = call_json(ws, "write_file", None, stdin=b'{"path": "new.txt", "content": "from stdin"}')
+    assert data["success"] and data["file_modified"]
+    assert (ws / "new.txt").read_text() == "from stdin"
+
+
+def test_invalid_json_reaches_registry(ws: Path) -> None:
+    data = call_json(ws, "write_file", '{"path": "a.txt", "content": "x",}')
+    assert data["error"]["kind"] == "invalid_json" and "write_file" in data["error"]["message"]
+    assert not (ws / "a.txt").exists()
+
+
+def test_plain_output(ws: Path) -> None:
+    proc = run("call", "read_file", '{"path": "hello.txt"}', "--workspace", str(ws))
+    assert proc.returncode == 0 and "hello world" in proc.stdout.decode()
+
+
+def test_usage_errors_exit_2(ws: Path, tmp_path: Path) -> None:
+    assert run("call").returncode == 2
+    assert run("call", "read_file", "{}", "--workspace", str(tmp_path / "missing")).returncode == 2
+    cfg = tmp_path / "bad.json"
+    cfg.write_text('{"tool_polcy": {}}')
+    proc = run("call", "read_file", "{}", "--workspace", str(ws), "--config", str(cfg))
+    assert proc.returncode == 2 and "tool_polcy" in proc.stderr.decode()
+
+
+def test_config_policy_applies(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"tool_policy": {"deny": ["write_file"]}}))
+    proc = run(
+        "call",
+        "write_file",
+        '{"path": "w.txt", "content": "x"}',
+        "--workspace",
+        str(ws),
+        "--config",
+        str(cfg),
+        "--json",
+    )
+    data = json.loads(proc.stdout)
+    assert data["error"]["kind"] == "policy_denied" and not (ws / "w.txt").exists()
+
+
+def test_read_only_flag(ws: Path) -> None:
+    proc = run(
+        "call",
+        "write_file",
+        '{"path": "w.txt", "content": "x"}',
+        "--workspace",
+        str(ws),
+        "--json",
+        "--read-only",
+    )
+    assert json.loads(proc.stdout)["error"]["kind"] == "policy_denied"
+    assert not (ws / "w.txt").exists()
+
+
+def test_tools_json(ws: Path) -> None:
+    proc = run("tools", "--workspace", str(ws), "--json")
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    by_name = {row["name"]: row for row in data["tools"]}
+    assert by_name["read_file"]["state"] == "visible"
+    assert by_name["read_file"]["group"] == "group:fs"
+    assert by_name["exec_command"]["state"] == "deferred"
+    assert data["first_request_tokens"] > 0 and "tokenizer" in data
+
+
+def test_policy_explain(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "tool_policy": {"allow": ["group:fs", "exec_command"], "deny": ["exec_*"]},
+                "tool_policy_by_provider": {"gpt-x": {"deny": ["read_file"]}},
+            }
+        )
+    )
+    proc = run("policy", "explain", "exec_command", "--config", str(cfg), "--json")
+    data = json.loads(proc.stdout)
+    assert data["allowed"] is False
+    assert data["steps"][0]["entry"] == "exec_*" and data["steps"][0]["reason"] == "policy_deny"
+    proc = run("policy", "explain", "read_file", "--config", str(cfg), "--model", "gpt-x", "--json")
+    data = json.loads(proc.stdout)
+    assert data["allowed"] is False and data["steps"][1]["matched_by"] == "model id"
+    proc = run("policy", "explain", "read_file", "--config", str(cfg))
+    assert proc.returncode == 0 and "allowed" in proc.stdout.decode()
+
+
+def test_python_dash_m_and_script_agree(ws: Path) -> None:
+    script = Path(sys.executable).with_name("octos-tools")
+    if not script.exists():
+        pytest.skip("octos-tools script not installed next to the interpreter")
+    proc = subprocess.run(
+        [str(script), "call", "read_file", '{"path": "hello.txt"}', "-w", str(ws), "--json"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert json.loads(proc.stdout)["success"] is True

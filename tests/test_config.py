@@ -1,0 +1,98 @@
+"""Config files: JSON and TOML, errors naming file and key path, safe defaults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from octos_tools.config import DEFAULT_DEFERRED_GROUPS, Config, load_config
+from octos_tools.errors import ConfigError
+
+
+def test_defaults_are_safe() -> None:
+    cfg = load_config(None)
+    assert cfg.workspace is None and not cfg.read_only
+    assert cfg.tool_policy.to_policy().is_empty()
+    assert cfg.lifecycle.max_active == 15 and cfg.lifecycle.idle_threshold == 5
+    assert tuple(cfg.deferred_groups) == DEFAULT_DEFERRED_GROUPS
+    assert cfg.limits.max_args_bytes == 1_048_576
+    assert not cfg.web.allow_private_hosts
+
+
+def test_json_and_toml_equivalent(tmp_path: Path) -> None:
+    data = {
+        "tool_policy": {"deny": ["shell"]},
+        "tool_policy_by_provider": {"gemini": {"allow": ["group:fs"]}},
+        "context_filter": ["code"],
+        "lifecycle": {"max_active": 10},
+        "mcp_servers": {"files": {"command": "srv", "args": ["-x"]}},
+    }
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    (tmp_path / "c.toml").write_text(
+        """
+context_filter = ["code"]
+[tool_policy]
+deny = ["shell"]
+[tool_policy_by_provider.gemini]
+allow = ["group:fs"]
+[lifecycle]
+max_active = 10
+[mcp_servers.files]
+command = "srv"
+args = ["-x"]
+"""
+    )
+    a, b = load_config(tmp_path / "c.json"), load_config(tmp_path / "c.toml")
+    assert a == b
+    assert a.provider_policies()["gemini"].allow == ("group:fs",)
+
+
+def test_unknown_key_names_path_and_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"tool_policy": {"dney": ["shell"]}}))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "tool_policy.dney" in str(info.value) and "bad.json" in str(info.value)
+    assert "unknown key" in str(info.value)
+
+
+def test_bad_value_named(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[lifecycle]\nmax_active = 0\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "lifecycle.max_active" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("{not json", "not valid JSON"), ("= nope", "not valid TOML"), ("[1, 2]", "object")],
+)
+def test_unparseable(tmp_path: Path, text: str, fragment: str) -> None:
+    path = tmp_path / ("c.json" if text.startswith(("{", "[")) else "c.toml")
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(path)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config("/nonexistent/octos.toml")
+
+
+def test_relative_workspace_resolved_against_config_dir(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"workspace": "ws"}))
+    assert load_config(path).workspace == str((tmp_path / "ws").resolve())
+
+
+def test_mcp_server_needs_exactly_one_transport() -> None:
+    with pytest.raises(ConfigError):
+        Config.from_mapping({"mcp_servers": {"x": {}}})
+    with pytest.raises(ConfigError):
+        Config.from_mapping({"mcp_servers": {"x": {"command": "a", "url": "http://h"}}})
+    with pytest.raises(ConfigError):
+        Config.from_mapping({"mcp_servers": {"bad name": {"command": "a"}}})
