@@ -370,13 +370,11 @@ def _summary(description: str) -> str:
 def _load_hint(registry: ToolRegistry, entry: CatalogEntry) -> str | None:
     if entry.state != "deferred":
         return None
-    what = f"{entry.group} with it" if entry.group else "it"
+    direct = "or call it directly: a deferred tool loads on first use"
     if "activate_tools" in registry and registry.is_visible("activate_tools"):
-        return (
-            f'call activate_tools {{"tools": ["{entry.name}"]}} to load {what}, or call '
-            f"{entry.name} directly (a deferred tool loads on first use)"
-        )
-    return f"call {entry.name} directly: a deferred tool loads on first use"
+        what = f" (loads {entry.group})" if entry.group else ""
+        return f'activate_tools {{"tools": ["{entry.name}"]}}{what}, {direct}'
+    return "call it directly: a deferred tool loads on first use"
 
 
 def _entry_json(
@@ -411,7 +409,7 @@ def _clamp(value: Any, default: int, low: int, high: int) -> int:
 
 
 def _dumps(data: JSONObject) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=1)
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _select(registry: ToolRegistry, spec: str, key: str, query: str) -> ToolResult:
@@ -716,26 +714,18 @@ def _read_stream(fh: BinaryIO, mode: JSONObject) -> str:
             )
         return _line_range(fh, start, end)
     if kind == "file":
-        raise ToolError(ErrorKind.INVALID_ARGUMENTS, "file mode cannot be nested in file mode")
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            "file mode cannot be nested in file mode (the inner mode says how to read the file)",
+        )
     raise ToolError(
         ErrorKind.INVALID_ARGUMENTS,
         f"unknown mode kind {kind!r}; use one of {', '.join(_READ_MODES)}",
     )
 
 
-_LINE_MODE_SCHEMA: JSONObject = {
-    "type": "object",
-    "properties": {
-        "kind": {"type": "string", "enum": ["head", "tail", "grep", "line_range"]},
-        "lines": {"type": "integer", "description": "head/tail: 1-500 (default 50)."},
-        "pattern": {"type": "string", "description": "grep: plain text to find."},
-        "max_matches": {"type": "integer", "description": "grep: 1-100 (default 20)."},
-        "start": {"type": "integer", "description": "line_range: first line, 1-based."},
-        "end": {"type": "integer", "description": "line_range: last line, inclusive."},
-    },
-    "required": ["kind"],
-    "additionalProperties": False,
-}
+_LINE_MODE_KEYS = frozenset({"kind", "lines", "pattern", "max_matches", "start", "end"})
+"""Keys a head / tail / grep / line_range mode may hold (the inner mode of ``file``)."""
 
 
 class ReadTaskOutputTool(Tool):
@@ -768,10 +758,17 @@ class ReadTaskOutputTool(Tool):
             "mode": {
                 "type": "object",
                 "properties": {
-                    **_LINE_MODE_SCHEMA["properties"],
                     "kind": {"type": "string", "enum": list(_READ_MODES)},
-                    "path": {"type": "string", "description": "file: an output file path."},
-                    "mode": _LINE_MODE_SCHEMA,
+                    "lines": {"type": "integer", "description": "head/tail: 1-500 (default 50)"},
+                    "pattern": {"type": "string", "description": "grep: plain text"},
+                    "max_matches": {"type": "integer", "description": "grep: 1-100 (default 20)"},
+                    "start": {"type": "integer", "description": "line_range: 1-based"},
+                    "end": {"type": "integer", "description": "line_range: inclusive"},
+                    "path": {"type": "string", "description": "file: a task output file"},
+                    "mode": {
+                        "type": "object",
+                        "description": "file: how to read it (a non-file mode; default head)",
+                    },
                 },
                 "required": ["kind"],
                 "additionalProperties": False,
@@ -855,6 +852,12 @@ class ReadTaskOutputTool(Tool):
         inner = mode.get("mode") or {"kind": "head", "lines": DEFAULT_LINES}
         if not isinstance(inner, dict):
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "file mode's inner `mode` is an object")
+        unknown = sorted(set(inner) - _LINE_MODE_KEYS)
+        if unknown:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"file mode's inner `mode` has unknown field(s): {', '.join(unknown)}",
+            )
         with workspace.open_read(rel) as fh:
             return _read_stream(fh, inner)
 
