@@ -414,6 +414,9 @@ def contract(
 async def _mounted(registry: ToolRegistry, cfg: Config) -> AsyncIterator[None]:
     """Mount ``cfg.mcp_servers`` into ``registry`` for the block; servers that fail to
     start are reported on stderr and skipped."""
+    if not cfg.mcp_servers:  # keep start-up fast: the MCP SDK is only imported when needed
+        yield
+        return
     from .mcp.client import mount_mcp_servers
 
     async with mount_mcp_servers(registry, cfg) as mounts:

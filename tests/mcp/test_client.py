@@ -1,0 +1,236 @@
+"""Mounting MCP servers into our registry (``mcp_servers``), with a real SDK server process.
+
+The fixture server (written below with the SDK's ``MCPServer``) has two tools: ``measure``
+(read-only, its schema uses ``$defs``/``$ref``) and ``hang`` (sleeps as long as asked).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from octos_tools.config import Config
+from octos_tools.errors import ErrorKind
+from octos_tools.mcp.client import mount_mcp_servers, mounted_tool_name
+from octos_tools.policy import GROUPS, ToolPolicy
+from octos_tools.profile import build_registry
+from octos_tools.registry import ToolRegistry
+from octos_tools.tool import ConcurrencyClass
+
+pytestmark = pytest.mark.timeout(120)
+
+SERVER = textwrap.dedent(
+    '''
+    import os
+    import anyio
+    from pydantic import BaseModel
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    server = MCPServer("fixture")
+
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True), title="Measure")
+    def measure(a: Point, b: Point) -> str:
+        """Squared distance between two points."""
+        return f"d2={(a.x - b.x) ** 2 + (a.y - b.y) ** 2} pid={os.getpid()}"
+
+    @server.tool()
+    async def hang(seconds: float = 3600.0) -> str:
+        """Sleep, then answer."""
+        await anyio.sleep(seconds)
+        return f"woke pid={os.getpid()}"
+
+    server.run()
+    '''
+)
+
+
+@pytest.fixture
+def server_script(tmp_path: Path) -> Path:
+    path = tmp_path / "fixture_server.py"
+    path.write_text(SERVER)
+    return path
+
+
+def _config(script: Path, **extra: Any) -> Config:
+    servers = {"fx": {"command": sys.executable, "args": [str(script)], "timeout_secs": 3}}
+    servers["fx"].update(extra.pop("server", {}))
+    return Config.from_mapping({"mcp_servers": servers, **extra})
+
+
+def _registry(config: Config, tmp_path: Path) -> ToolRegistry:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return build_registry(config, ws, builtins=False)
+
+
+def _pid(text: str) -> int:
+    match = re.search(r"pid=(\d+)", text)
+    assert match, text
+    return int(match.group(1))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+POINTS = {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": 4}}
+
+
+@pytest.mark.anyio
+async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script: Path) -> None:
+    config = _config(server_script)
+    registry = _registry(config, tmp_path)
+    async with mount_mcp_servers(registry, config) as mounts:
+        assert mounts.failures == {}
+        assert mounts.tools["fx"] == ["fx__measure", "fx__hang"]
+        measure = registry.get("fx__measure")
+        hang = registry.get("fx__hang")
+        assert measure is not None and hang is not None
+        assert measure.tags == ("mcp", "mcp:fx")
+        assert measure.concurrency_class is ConcurrencyClass.SAFE  # readOnlyHint
+        assert hang.concurrency_class is ConcurrencyClass.EXCLUSIVE
+        assert GROUPS["group:mcp:fx"] == ("fx__measure", "fx__hang")
+        # The schema is kept whole: $defs and $ref survive.
+        schema = measure.input_schema
+        assert "Point" in schema["$defs"]
+        assert schema["properties"]["a"]["$ref"] == "#/$defs/Point"
+        specs = {s.name: s for s in registry.specs()}
+        assert specs["fx__measure"].read_only and not specs["fx__measure"].destructive
+        assert specs["fx__hang"].destructive
+
+        ok = await registry.execute("fx__measure", POINTS)
+        assert ok.success, ok.output
+        assert ok.output.startswith("d2=25")
+        first_pid = _pid(ok.output)
+
+        # Our registry validates through the $ref before anything leaves the process.
+        bad = await registry.execute("fx__measure", {"a": {"x": 0}, "b": {"x": 1, "y": 1}})
+        assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+
+        # The hanging tool: a typed timeout within the 3 s budget (generous bound).
+        started = time.monotonic()
+        hung = await registry.execute("fx__hang", {})
+        elapsed = time.monotonic() - started
+        assert hung.error_kind is ErrorKind.TIMEOUT, hung.output
+        assert elapsed < 15
+        # ... and the next call still works, on a fresh server process.
+        again = await registry.execute("fx__measure", POINTS)
+        assert again.success, again.output
+        second_pid = _pid(again.output)
+        assert second_pid != first_pid
+        assert mounts.connections["fx"].starts == 2
+
+        # A server that dies: a read-only call is retried once on a fresh process.
+        os.kill(second_pid, 9)
+        with anyio.fail_after(10):
+            while _alive(second_pid):
+                await anyio.sleep(0.05)
+        revived = await registry.execute("fx__measure", POINTS)
+        assert revived.success, revived.output
+        third_pid = _pid(revived.output)
+        assert third_pid != second_pid
+
+        # An Exclusive call on a dead server: typed `unavailable`, then a restart.
+        os.kill(third_pid, 9)
+        with anyio.fail_after(10):
+            while _alive(third_pid):
+                await anyio.sleep(0.05)
+        down = await registry.execute("fx__hang", {"seconds": 0})
+        assert down.error_kind is ErrorKind.UNAVAILABLE, down.output
+        up = await registry.execute("fx__hang", {"seconds": 0})
+        assert up.success, up.output
+        last_pid = _pid(up.output)
+    # Every server is stopped on exit.
+    with anyio.fail_after(10):
+        while _alive(last_pid):
+            await anyio.sleep(0.05)
+    gone = await registry.execute("fx__measure", POINTS)
+    assert gone.error_kind is ErrorKind.UNAVAILABLE
+
+
+@pytest.mark.anyio
+async def test_policy_applies_to_mounted_tools(tmp_path: Path, server_script: Path) -> None:
+    config = _config(server_script, tool_policy={"deny": ["fx__hang"]})
+    registry = _registry(config, tmp_path)
+    async with mount_mcp_servers(registry, config):
+        visible = {s.name for s in registry.specs()}
+        assert "fx__measure" in visible
+        assert "fx__hang" not in visible
+        denied = await registry.execute("fx__hang", {"seconds": 0})
+        assert denied.error_kind is ErrorKind.POLICY_DENIED
+        # A provider policy by group: only this server's tools are visible and callable.
+        registry.set_provider_policy(ToolPolicy(deny=["group:mcp:fx"]))
+        assert not {s.name for s in registry.specs()} & {"fx__measure", "fx__hang"}
+        refused = await registry.execute("fx__measure", POINTS)
+        assert refused.error_kind is ErrorKind.POLICY_DENIED
+
+
+@pytest.mark.anyio
+async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_script: Path) -> None:
+    config = Config.from_mapping(
+        {
+            "read_only": True,
+            "mcp_servers": {
+                "fx": {"command": sys.executable, "args": [str(server_script)], "defer": True},
+                "broken": {
+                    "command": sys.executable,
+                    "args": ["-c", "import sys; sys.exit(3)"],
+                    "startup_timeout_secs": 10,
+                },
+            },
+        }
+    )
+    registry = _registry(config, tmp_path)
+    async with mount_mcp_servers(registry, config) as mounts:
+        # The broken server is reported and skipped; the host keeps going.
+        assert "broken" in mounts.failures
+        # --read-only: only readOnlyHint tools are mounted.
+        assert mounts.tools["fx"] == ["fx__measure"]
+        assert "fx__hang" not in registry
+        # defer: the group is hidden until a call activates it.
+        assert registry.is_deferred("fx__measure")
+        assert "fx__measure" not in {s.name for s in registry.specs()}
+        result = await registry.execute("fx__measure", POINTS)
+        assert result.success, result.output
+        assert "fx__measure" in {s.name for s in registry.specs()}
+
+
+def test_mounted_tool_names() -> None:
+    assert mounted_tool_name("files", "read") == "files__read"
+    # Invalid characters are replaced and a hash keeps lossy names apart.
+    a = mounted_tool_name("files", "read.file")
+    b = mounted_tool_name("files", "read_file")
+    c = mounted_tool_name("files", "read/file")
+    assert b == "files__read_file"
+    assert re.fullmatch(r"files__read_file_[0-9a-f]{8}", a)
+    assert a != c
+    # Long names are cut to 64 characters, unique by their hash.
+    long1 = mounted_tool_name("srv", "x" * 100 + "1")
+    long2 = mounted_tool_name("srv", "x" * 100 + "2")
+    assert len(long1) == len(long2) == 64
+    assert long1 != long2
+    for name in (a, c, long1, long2):
+        assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name)
+    # A taken name is never reused: the newcomer gets another hash suffix.
+    taken = {"files__read"}
+    other = mounted_tool_name("files", "read", taken)
+    assert other != "files__read"
+    assert other.startswith("files__read_")
+    assert mounted_tool_name("files", "read", taken | {other}) not in taken | {other}
