@@ -413,15 +413,13 @@ def contract(
 @asynccontextmanager
 async def _mounted(registry: ToolRegistry, cfg: Config) -> AsyncIterator[None]:
     """Mount ``cfg.mcp_servers`` into ``registry`` for the block; servers that fail to
-    start are reported on stderr and skipped."""
+    start are logged (one warning on stderr) and skipped."""
     if not cfg.mcp_servers:  # keep start-up fast: the MCP SDK is only imported when needed
         yield
         return
     from .mcp.client import mount_mcp_servers
 
-    async with mount_mcp_servers(registry, cfg) as mounts:
-        for name, why in mounts.failures.items():
-            _err.print(f"[yellow]warning:[/yellow] MCP server {name!r}: {why}", highlight=False)
+    async with mount_mcp_servers(registry, cfg):
         yield
 
 
