@@ -1,0 +1,361 @@
+"""code_structure on real files of this repository and on snippets of each language."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import code
+from octos_tools.builtins.code import CodeStructureTool, outline
+from octos_tools.config import Config
+from octos_tools.context import ToolContext
+from octos_tools.errors import ToolError
+from octos_tools.tool import ToolResult
+from octos_tools.workspace import Workspace
+
+pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def run(root: Path, **args: Any) -> ToolResult:
+    tool = CodeStructureTool(Workspace(root))
+    try:
+        return await tool.execute_with_context(ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+def names(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [(i["name"], i["line"], i.get("parent")) for i in items]
+
+
+def ast_outline(source: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Functions and classes as our walker should see them, computed with ``ast``."""
+    functions: list[tuple[Any, ...]] = []
+    classes: list[tuple[Any, ...]] = []
+
+    def walk(body: list[ast.stmt], parent: str | None) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                functions.append((node.name, node.lineno, parent))
+            elif isinstance(node, ast.ClassDef):
+                classes.append((node.name, node.lineno, parent))
+                walk(node.body, node.name)
+            elif isinstance(node, ast.If):
+                walk(node.body, parent)
+                walk(node.orelse, parent)
+            elif isinstance(node, ast.Try):
+                walk(node.body, parent)
+                for handler in node.handlers:
+                    walk(handler.body, parent)
+                walk(node.orelse, parent)
+                walk(node.finalbody, parent)
+
+    walk(ast.parse(source).body, None)
+    return functions, classes
+
+
+REAL_FILES = [
+    "src/octos_tools/builtins/code.py",
+    "src/octos_tools/builtins/git.py",
+    "src/octos_tools/builtins/web.py",
+    "src/octos_tools/tool.py",
+    "src/octos_tools/errors.py",
+    "src/octos_tools/config.py",
+    "tests/builtins/test_code.py",
+]
+
+
+@pytest.mark.parametrize("rel", REAL_FILES)
+async def test_real_python_files_match_ast(rel: str) -> None:
+    result = await run(REPO, path=rel)
+    assert result.success, result.output
+    data = json.loads(result.output)
+    assert data["path"] == rel and data["language"] == "python"
+    source = (REPO / rel).read_text()
+    functions, classes = ast_outline(source)
+    assert sorted(names(data["functions"])) == sorted(functions)
+    assert sorted(names(data["classes"])) == sorted(classes)
+    tree = ast.parse(source)
+    imports = [n.lineno for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert set(imports) <= {i["line"] for i in data["imports"]}
+    assert data["lines"] == len(source.splitlines())
+    assert "parse_errors" not in data
+
+
+async def test_this_module_outline() -> None:
+    data = json.loads((await run(REPO, path="src/octos_tools/builtins/code.py")).output)
+    funcs = {f["name"]: f for f in data["functions"]}
+    assert funcs["outline"]["kind"] == "function"
+    assert funcs["_outline_dir"]["parent"] == "CodeStructureTool"
+    assert funcs["_outline_dir"]["kind"] == "method"
+    assert funcs["register"]["end_line"] > funcs["register"]["line"]
+    assert {"MAX_FILE_BYTES", "MAX_FILES", "LANGUAGES"} <= {c["name"] for c in data["constants"]}
+    assert data["imports"][0]["text"] == "from __future__ import annotations"
+    assert [c["name"] for c in data["classes"]] == ["_Outline", "CodeStructureTool"]
+
+
+JS = """import fs from "fs";
+import { join } from "path";
+const LIMIT = 10;
+let counter = 0;
+export function main(argv) { function inner() {} return inner; }
+export const helper = (x) => x * 2;
+const legacy = function () {};
+export default class Widget extends Base {
+  constructor() { super(); }
+  render() { return 1; }
+  static create() { return new Widget(); }
+  onClick = () => {};
+}
+function* gen() {}
+"""
+
+
+def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {i["name"]: i for i in items}
+
+
+async def test_javascript(tmp_path: Path) -> None:
+    (tmp_path / "app.js").write_text(JS)
+    data = json.loads((await run(tmp_path, path="app.js")).output)
+    assert data["language"] == "javascript"
+    funcs = by_name(data["functions"])
+    assert set(funcs) == {
+        "main",
+        "helper",
+        "legacy",
+        "constructor",
+        "render",
+        "create",
+        "onClick",
+        "gen",
+    }
+    assert funcs["main"]["line"] == 5 and funcs["main"]["kind"] == "function"
+    assert funcs["render"]["parent"] == "Widget" and funcs["render"]["line"] == 10
+    assert funcs["onClick"]["parent"] == "Widget"
+    assert "inner" not in funcs  # inside a function body
+    assert [(c["name"], c["line"]) for c in data["classes"]] == [("Widget", 8)]
+    assert [i["line"] for i in data["imports"]] == [1, 2]
+    assert [c["name"] for c in data["constants"]] == ["LIMIT"]
+
+
+TS = """import type { Foo } from "./foo";
+export interface Shape { area(): number; }
+export type Id = string | number;
+export enum Color { Red, Green }
+export abstract class Base<T> implements Shape {
+  abstract area(): number;
+  describe(): string { return "base"; }
+}
+export const PI: number = 3.14;
+export async function load(id: Id): Promise<void> {}
+"""
+
+
+async def test_typescript_and_tsx(tmp_path: Path) -> None:
+    (tmp_path / "shapes.ts").write_text(TS)
+    data = json.loads((await run(tmp_path, path="shapes.ts")).output)
+    assert data["language"] == "typescript"
+    kinds = {c["name"]: c["kind"] for c in data["classes"]}
+    assert kinds == {"Shape": "interface", "Id": "type", "Color": "enum", "Base": "class"}
+    funcs = by_name(data["functions"])
+    assert funcs["describe"]["parent"] == "Base" and funcs["area"]["parent"] == "Base"
+    assert funcs["load"]["line"] == 10
+    assert [c["name"] for c in data["constants"]] == ["PI"]
+    (tmp_path / "view.tsx").write_text(
+        "import React from 'react';\n"
+        "export function View(p: {n: number}) { return <div>{p.n}</div>; }\n"
+        "export const Item = ({x}: {x: string}) => <li>{x}</li>;\n"
+    )
+    tsx = json.loads((await run(tmp_path, path="view.tsx")).output)
+    assert tsx["language"] == "tsx" and "parse_errors" not in tsx
+    assert [f["name"] for f in tsx["functions"]] == ["View", "Item"]
+
+
+RUST = """use std::collections::HashMap;
+use std::io::{self, Read};
+extern crate alloc;
+
+pub const MAX: usize = 10;
+static GREETING: &str = "hi";
+
+pub struct Point { x: i32, y: i32 }
+enum Shape { Circle, Square }
+pub trait Area { fn area(&self) -> f64; fn name(&self) -> String { String::new() } }
+type Map = HashMap<String, i32>;
+
+impl Point {
+    pub fn new(x: i32, y: i32) -> Self { Point { x, y } }
+    fn norm(&self) -> i32 { self.x + self.y }
+}
+
+impl Area for Point { fn area(&self) -> f64 { 0.0 } }
+
+mod inner { pub fn helper() {} }
+
+fn main() { fn nested() {} }
+"""
+
+
+async def test_rust(tmp_path: Path) -> None:
+    (tmp_path / "lib.rs").write_text(RUST)
+    data = json.loads((await run(tmp_path, path="lib.rs")).output)
+    assert data["language"] == "rust"
+    assert {c["name"]: c["kind"] for c in data["classes"]} == {
+        "Point": "struct",
+        "Shape": "enum",
+        "Area": "trait",
+        "Map": "type",
+    }
+    funcs = [(f["name"], f.get("parent"), f["line"]) for f in data["functions"]]
+    assert funcs == [
+        ("area", "Area", 10),
+        ("name", "Area", 10),
+        ("new", "Point", 14),
+        ("norm", "Point", 15),
+        ("area", "Point", 18),
+        ("helper", None, 20),
+        ("main", None, 22),
+    ]
+    assert [(c["name"], c["line"]) for c in data["constants"]] == [("MAX", 5), ("GREETING", 6)]
+    assert [i["line"] for i in data["imports"]] == [1, 2, 3]
+    assert data["imports"][1]["text"] == "use std::io::{self, Read};"
+
+
+GO = """package shapes
+
+import (
+\t"fmt"
+\tm "math"
+)
+
+const Pi, E = 3.14, 2.71
+const Max = 10
+
+type Point struct { X, Y float64 }
+type Shape interface { Area() float64 }
+type ID string
+
+func (p *Point) Norm() float64 { return m.Sqrt(p.X*p.X + p.Y*p.Y) }
+func (p Point) String() string { return fmt.Sprint(p.X) }
+func New(x, y float64) *Point { return &Point{x, y} }
+"""
+
+
+async def test_go(tmp_path: Path) -> None:
+    (tmp_path / "shapes.go").write_text(GO)
+    data = json.loads((await run(tmp_path, path="shapes.go")).output)
+    assert data["language"] == "go"
+    assert {c["name"]: c["kind"] for c in data["classes"]} == {
+        "Point": "struct",
+        "Shape": "interface",
+        "ID": "type",
+    }
+    assert [(f["name"], f.get("parent"), f["line"]) for f in data["functions"]] == [
+        ("Norm", "Point", 15),
+        ("String", "Point", 16),
+        ("New", None, 17),
+    ]
+    assert [c["name"] for c in data["constants"]] == ["Pi", "E", "Max"]
+    assert data["imports"][0]["line"] == 3 and '"fmt"' in data["imports"][0]["text"]
+
+
+async def test_directory_walk(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("def a():\n    pass\n")
+    (tmp_path / "pkg" / "sub").mkdir()
+    (tmp_path / "pkg" / "sub" / "b.go").write_text("package sub\nfunc B() {}\n")
+    (tmp_path / "z.rs").write_text("fn z() {}\n")
+    (tmp_path / "notes.txt").write_text("def not_code(): pass\n")
+    for skipped in ("node_modules", ".git", ".venv", "__pycache__"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "x.py").write_text("def hidden(): pass\n")
+    (tmp_path / "big.py").write_bytes(b"x = 1\n" * 200_000)
+    (tmp_path / "link.py").symlink_to(tmp_path / "pkg" / "a.py")
+    result = await run(tmp_path, path=".")
+    data = json.loads(result.output)
+    assert [f["path"] for f in data["files"]] == ["z.rs", "pkg/a.py", "pkg/sub/b.go"]
+    assert data["skipped"][0]["path"] == "big.py" and "1 MiB" in data["skipped"][0]["reason"]
+    assert "hidden" not in result.output
+    only_go = json.loads((await run(tmp_path, path=".", language="go")).output)
+    assert [f["path"] for f in only_go["files"]] == ["pkg/sub/b.go"]
+    sub = json.loads((await run(tmp_path, path="pkg")).output)
+    assert [f["path"] for f in sub["files"]] == ["pkg/a.py", "pkg/sub/b.go"]
+
+
+async def test_directory_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(code, "MAX_FILES", 3)
+    for i in range(5):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(): pass\n")
+    data = json.loads((await run(tmp_path, path=".")).output)
+    assert len(data["files"]) == 3 and "first 3 files" in data["truncated"]
+
+
+async def test_refusals(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_bytes(b"#" * (1_048_576 + 1))
+    (tmp_path / "exact.py").write_bytes(b"#" * 1_048_575 + b"\n")
+    big = await run(tmp_path, path="big.py")
+    assert big.error_kind == "file_too_large" and "1048577 bytes" in big.output
+    assert (await run(tmp_path, path="exact.py")).success  # 1 MiB exactly is allowed
+    (tmp_path / "script").write_text("def f(): pass\n")
+    unknown = await run(tmp_path, path="script")
+    assert unknown.error_kind == "invalid_arguments" and "language" in unknown.output
+    forced = json.loads((await run(tmp_path, path="script", language="python")).output)
+    assert forced["functions"][0]["name"] == "f"
+    assert (await run(tmp_path, path="../x.py")).error_kind == "path_outside_workspace"
+    assert (await run(tmp_path, path="missing.py")).error_kind == "not_found"
+    (tmp_path / "ln.py").symlink_to(tmp_path / "exact.py")
+    assert (await run(tmp_path, path="ln.py")).error_kind == "symlink_refused"
+
+
+async def test_broken_source_is_flagged_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("def ok():\n    pass\n\ndef broken(:\n")
+    data = json.loads((await run(tmp_path, path="bad.py")).output)
+    assert data["parse_errors"] is True and data["functions"][0]["name"] == "ok"
+
+
+def test_outline_rejects_unknown_language() -> None:
+    with pytest.raises(ValueError):
+        outline(b"", "cobol")
+
+
+class FakeRegistry:
+    def __init__(self) -> None:
+        self.tools: list[Any] = []
+
+    def register(self, tool: Any) -> None:
+        self.tools.append(tool)
+
+
+def test_register_without_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    missing: dict[str, str] = {}
+    monkeypatch.setitem(sys.modules, "tree_sitter_language_pack", None)
+    monkeypatch.setattr(code, "MISSING_EXTRAS", missing)
+    reg = FakeRegistry()
+    code.register(reg, Workspace(tmp_path), Config())  # type: ignore[arg-type]
+    assert reg.tools == [] and missing == {"code_structure": "code"}
+
+
+async def test_through_registry(tmp_path: Path) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    (tmp_path / "m.py").write_text("import os\nX = 1\nclass A:\n    def m(self): ...\n")
+    ws = Workspace(tmp_path)
+    reg = ToolRegistry(ws)
+    code.register(reg, ws, Config())
+    tool = reg.get("code_structure")
+    assert tool is not None and tool.cwd_bound and tool.tags == ("code", "search")
+    ok = await reg.execute("code_structure", '{"path": "m.py"}')
+    data = json.loads(ok.output)
+    assert data["functions"] == [
+        {"name": "m", "kind": "method", "line": 4, "end_line": 4, "parent": "A"}
+    ]
+    bad = await reg.execute("code_structure", {"path": "m.py", "language": "cobol"})
+    assert bad.error_kind == "invalid_arguments"
