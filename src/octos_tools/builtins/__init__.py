@@ -20,7 +20,19 @@ __all__ = ["FAMILIES", "MISSING_EXTRAS", "register_builtins"]
 
 #: Family modules under ``octos_tools.builtins``, in registration order (octos's order,
 #: reference §1.1: runtime, coding, sub-agents, files, search, web, git, code, discovery, media).
-FAMILIES: list[str] = ["files", "search", "web", "discovery"]
+FAMILIES: list[str] = [
+    "runtime",
+    "coding",
+    "agents",
+    "files",
+    "patch",
+    "search",
+    "web",
+    "git",
+    "code",
+    "discovery",
+    "media",
+]
 
 #: ``tool name -> extra`` for built-in tools left out because their extra is missing.
 MISSING_EXTRAS: dict[str, str] = {}
