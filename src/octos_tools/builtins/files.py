@@ -153,7 +153,7 @@ def _read_view(ws: Workspace, path: str, start: int, end: int | None) -> _View:
             )
         if size <= MAX_FULL_READ_BYTES:
             data = head + fh.read()
-            if len(data) > textcodec.BINARY_SNIFF_BYTES and textcodec.is_binary(data):
+            if len(data) > textcodec.BINARY_SNIFF_BYTES and textcodec.is_binary(data, whole=True):
                 raise ToolError(
                     ErrorKind.BINARY_FILE, f"{rel} is a binary file ({size:,} bytes)", size=size
                 )
@@ -331,21 +331,22 @@ class ReadFileTool(WorkspaceTool):
             )
         last = view.first + len(view.lines) - 1
         width = len(str(last))
-        out: list[str] = []
-        if view.note:
-            out.append(view.note)
-        used = sum(len(x) + 1 for x in out)
+        head: list[str] = [view.note] if view.note else []
+        used = sum(len(x) + 1 for x in head)
+        body: list[str] = []
         shown_last = view.first - 1
         cut = False
         for i, line in enumerate(view.lines):
-            rendered = f"{view.first + i:>{width}}│ {_cut_line(line)}"
-            size = len(rendered.encode("utf-8", "replace")) + 1
+            body.append(_cut_line(line))
+            size = len(body[-1].encode("utf-8", "replace")) + width + 3
             if used + size > self.output_budget and shown_last >= view.first:
+                body.pop()
                 cut = True
                 break
-            out.append(rendered)
             used += size
             shown_last = view.first + i
+        width = len(str(shown_last))  # align the numbers actually shown
+        out = head + [f"{view.first + i:>{width}}│ {x}" for i, x in enumerate(body)]
         text = "\n".join(out)
         partial = view.first > 1 or shown_last < view.total
         if cut:
@@ -441,7 +442,7 @@ def _load_for_edit(ws: Workspace, path: str) -> _Loaded:
                 "edited",
             )
         data = fh.read()
-    if textcodec.is_binary(data):
+    if textcodec.is_binary(data, whole=True):
         raise ToolError(
             ErrorKind.BINARY_FILE,
             f"{rel} is a binary file ({len(data):,} bytes); it cannot be edited as text",

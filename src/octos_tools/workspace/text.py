@@ -125,18 +125,18 @@ class DecodedText:
         return self.bom + text.encode(self.codec, self.errors)
 
 
-def is_binary(data: bytes) -> bool:
+def is_binary(data: bytes, *, whole: bool = False) -> bool:
     """Whether ``data`` looks like a binary (non-text) file.
 
-    A UTF-16/UTF-32 BOM means text. Otherwise a NUL byte in the first
-    :data:`BINARY_SNIFF_BYTES` bytes means binary, as do more than 30 % control bytes
-    (other than tab, LF, CR, form feed, backspace and ESC) there.
+    A UTF-16/UTF-32 BOM means text (if it decodes). Otherwise a NUL byte in the first
+    :data:`BINARY_SNIFF_BYTES` bytes (anywhere with ``whole=True``) means binary, as do more
+    than 30 % control bytes (other than tab, LF, CR, form feed, backspace and ESC) there.
     """
     head = data[:BINARY_SNIFF_BYTES]
     for bom, codec, _ in _BOMS:
         if head.startswith(bom) and codec != "utf-8":
             return _bad_wide(data, bom, codec)
-    if b"\x00" in head:
+    if b"\x00" in (data if whole else head):
         return True
     if not head:
         return False
