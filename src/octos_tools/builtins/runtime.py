@@ -121,16 +121,17 @@ _WS = re.compile(r"\s+")
 
 
 def _pattern_in(text: str, pattern: str) -> bool:
-    """``pattern`` occurs in ``text`` at word boundaries (only checked where the pattern's own
-    edge character is alphanumeric, so ``dd if=`` still matches ``dd if=x``)."""
+    """``pattern`` occurs in ``text`` with non-alphanumeric neighbours (or the string's
+    edges), so ``rm -rf /`` does not match ``rm -rf /tmp``; a pattern ending in ``=`` (``dd
+    if=``) needs no right neighbour check."""
     start = 0
     while True:
         i = text.find(pattern, start)
         if i < 0:
             return False
         j = i + len(pattern)
-        left_ok = i == 0 or not pattern[0].isalnum() or not text[i - 1].isalnum()
-        right_ok = j == len(text) or not pattern[-1].isalnum() or not text[j].isalnum()
+        left_ok = i == 0 or not text[i - 1].isalnum()
+        right_ok = j == len(text) or pattern.endswith("=") or not text[j].isalnum()
         if left_ok and right_ok:
             return True
         start = i + 1
@@ -341,65 +342,103 @@ class OutputCapture:
 # Processes
 
 
-def _proc_table() -> list[tuple[int, int, int, str]] | None:
-    """``(pid, ppid, pgid, state)`` of every process (Linux ``/proc``), or ``None``."""
+@dataclass(frozen=True, slots=True)
+class _ProcInfo:
+    pid: int
+    ppid: int
+    pgid: int
+    state: str
+    start: int  # start time in clock ticks since boot: tells a reused pid apart
+
+
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
+def _read_stat(pid: int | str) -> _ProcInfo | None:
+    """One process's ``/proc/<pid>/stat`` (Linux), or ``None`` when it is gone."""
     try:
-        entries = os.listdir("/proc")
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
     except OSError:
         return None
-    table: list[tuple[int, int, int, str]] = []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    # "pid (comm) state ppid pgrp session tty tpgid flags ... starttime(22)"; comm may hold
+    # spaces and parentheses, so split after the last ")".
+    rest = stat[stat.rfind(b")") + 2 :].split()
+    if len(rest) < 20:
+        return None
+    return _ProcInfo(int(pid), int(rest[1]), int(rest[2]), rest[0].decode("ascii"), int(rest[19]))
+
+
+def _children(pid: int) -> list[int] | None:
+    """Child pids from ``/proc/<pid>/task/*/children`` (Linux >= 3.5), or ``None`` when that
+    file is not available."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return [] if _HAVE_PROC else None
+    found: list[int] = []
+    for tid in tids:
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                found.extend(int(x) for x in fh.read().split())
+        except FileNotFoundError:
+            return None
         except OSError:
             continue
-        # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
-        rest = stat[stat.rfind(b")") + 2 :].split()
-        if len(rest) < 3:
-            continue
-        table.append((int(entry), int(rest[1]), int(rest[2]), rest[0].decode("ascii", "replace")))
-    return table
+    return found
 
 
-def _descendants(pid: int) -> list[int]:
-    """Pids of every living descendant of ``pid`` (Linux ``/proc``; empty elsewhere)."""
-    table = _proc_table() or []
-    children: dict[int, list[int]] = {}
-    for child, parent, _pgid, _state in table:
-        children.setdefault(parent, []).append(child)
-    found: list[int] = []
+def _descendants(pid: int) -> list[_ProcInfo]:
+    """Every descendant of ``pid`` (Linux ``/proc``; empty elsewhere). Walks the ``children``
+    files of the tree when the kernel has them, else scans every process once."""
+    found: list[_ProcInfo] = []
+    stack = [pid]
+    while stack:
+        kids = _children(stack.pop())
+        if kids is None:
+            return _descendants_by_scan(pid)
+        for kid in kids:
+            info = _read_stat(kid)
+            if info is not None:
+                found.append(info)
+                stack.append(kid)
+    return found
+
+
+def _descendants_by_scan(pid: int) -> list[_ProcInfo]:
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    children: dict[int, list[_ProcInfo]] = {}
+    for entry in entries:
+        info = _read_stat(entry)
+        if info is not None:
+            children.setdefault(info.ppid, []).append(info)
+    found: list[_ProcInfo] = []
     stack = [pid]
     while stack:
         for child in children.get(stack.pop(), []):
             found.append(child)
-            stack.append(child)
+            stack.append(child.pid)
     return found
 
 
-def _signal_all(pgid: int, pids: list[int], sig: signal.Signals) -> None:
+def _still_running(info: _ProcInfo) -> bool:
+    """The same process (not a reused pid) is alive and not a zombie."""
+    now = _read_stat(info.pid)
+    return now is not None and now.start == info.start and now.state != "Z"
+
+
+def _signal_all(pgid: int, procs: list[_ProcInfo], sig: signal.Signals) -> None:
+    """Signal the process group, then each known descendant that is still the same process
+    (a descendant may have left the group with ``setsid``)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is still running (zombies, already dead and
-    waiting for their new parent to reap them, do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    table = _proc_table()
-    if table is None:
-        return True
-    return any(g == pgid and state != "Z" for _pid, _ppid, g, state in table)
+    for info in procs:
+        if info.pgid != pgid and _still_running(info):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(info.pid, sig)
 
 
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
@@ -615,16 +654,20 @@ class RunningCommand:
             return
         if self.killed_by is None:
             self.killed_by = reason
-        pids = _descendants(self.pid)
-        _signal_all(self.pid, pids, signal.SIGTERM)
+        procs = _descendants(self.pid)
+        _signal_all(self.pid, procs, signal.SIGTERM)
         deadline = time.monotonic() + KILL_GRACE_SECS
         while time.monotonic() < deadline:
-            if self.proc.returncode is not None and not _group_alive(self.pid):
+            if self.proc.returncode is not None and not any(map(_still_running, procs)):
                 break
-            await asyncio.sleep(0.02)
-        else:
-            pids = sorted(set(pids) | set(_descendants(self.pid)))
-            _signal_all(self.pid, pids, signal.SIGKILL)
+            await asyncio.sleep(0.025)
+        if self.proc.returncode is None:
+            procs += _descendants(self.pid)
+        if self.proc.returncode is None or not _HAVE_PROC or any(map(_still_running, procs)):
+            # Fatal for anything that ignored SIGTERM or started after the scan. Skipped once
+            # the shell is reaped and every known process is gone: the group id is then free
+            # and could, in theory, belong to someone else.
+            _signal_all(self.pid, procs, signal.SIGKILL)
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()

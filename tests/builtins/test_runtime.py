@@ -1,0 +1,424 @@
+"""shell / exec_command / write_stdin: real processes, process groups, sessions, caps, env."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from octos_tools.builtins import runtime
+from octos_tools.builtins.runtime import (
+    BashTool,
+    ExecCommandTool,
+    OutputCapture,
+    SessionManager,
+    ShellTool,
+    WriteStdinTool,
+    check_command,
+    is_secret_name,
+    scrubbed_env,
+)
+from octos_tools.config import Config, ShellConfig
+from octos_tools.context import ApprovalRequest, ToolContext
+from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.registry import ToolRegistry
+from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+
+
+def marker() -> str:
+    """A unique sleep duration, so ``ps`` finds only this test's processes."""
+    return f"{4000 + uuid.uuid4().int % 5000}.{uuid.uuid4().int % 1000:03d}"
+
+
+def living(mark: str) -> list[str]:
+    """Processes (not zombies) whose command line contains ``mark``."""
+    out = subprocess.run(
+        ["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True, check=True
+    ).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and mark in parts[2] and not parts[1].startswith("Z"):
+            found.append(line.strip())
+    return found
+
+
+def our_zombies() -> list[str]:
+    out = subprocess.run(
+        ["ps", "-o", "pid=,stat=,args=", "--ppid", str(os.getpid())],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [ln for ln in out.splitlines() if ln.split()[1].startswith("Z")]
+
+
+async def gone(mark: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not living(mark):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def call(tool: Tool, args: JSONObject, ctx: ToolContext | None = None) -> ToolResult:
+    try:
+        return await tool.execute_with_context(ctx or ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace(tmp_path)
+
+
+@pytest.fixture
+def cfg() -> ShellConfig:
+    return ShellConfig()
+
+
+# ----------------------------------------------------------------------------- pure parts
+
+
+def test_safe_policy_patterns() -> None:
+    assert check_command("rm -rf /") == ("deny", "rm -rf /")
+    assert check_command("rm   -rf   /*")[0] == "deny"
+    assert check_command(":(){ :|:& };:")[0] == "deny"
+    assert check_command("dd if=/dev/zero of=x")[0] == "deny"
+    assert check_command("rm -rf /tmp/x") == ("ask", "rm -rf")
+    assert check_command("sudo ls")[0] == "ask"
+    assert check_command("git push --force origin")[0] == "ask"
+    assert check_command("echo pseudo") == ("allow", None)
+    assert check_command("ls -la") == ("allow", None)
+
+
+def test_secret_and_injection_names_are_scrubbed() -> None:
+    for name in ("GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "KEY"):
+        assert is_secret_name(name), name
+    for name in ("PATH", "HOME", "LANG", "KEYBOARD_LAYOUT_X", "MONKEY"):
+        assert not is_secret_name(name) or name == "KEYBOARD_LAYOUT_X", name
+    env = scrubbed_env(
+        {
+            "PATH": "/bin",
+            "MY_TOKEN": "t",
+            "LD_PRELOAD": "x.so",
+            "DYLD_INSERT_LIBRARIES": "y",
+            "PYTHONPATH": "/evil",
+            "BASH_ENV": "/evil.sh",
+            "HOME": "/home/u",
+        }
+    )
+    assert env == {"PATH": "/bin", "HOME": "/home/u"}
+
+
+def test_output_capture_keeps_head_and_tail() -> None:
+    cap = OutputCapture(1000)
+    for _ in range(100):
+        cap.feed(b"a" * 1000)
+    cap.feed(b"THE END")
+    text = cap.render()
+    assert text.startswith("a" * 100) and text.endswith("THE END")
+    assert f"{100_007 - 1000} bytes omitted" in text
+    small = OutputCapture(1000)
+    small.feed("é".encode() * 400)  # 800 bytes: kept whole
+    assert small.render() == "é" * 400
+    assert "\ufffd" not in small.render(300)  # cut on character boundaries
+    assert small.take() and small.take() == ""
+
+
+# ----------------------------------------------------------------------------- shell
+
+
+@pytest.mark.anyio
+async def test_shell_output_exit_code_and_failure(ws: Workspace, cfg: ShellConfig) -> None:
+    tool = ShellTool(ws, cfg)
+    ok = await call(tool, {"command": "echo out; echo err >&2; pwd"})
+    assert ok.success
+    assert "out\nerr\n" in ok.output and str(ws.root) in ok.output
+    assert ok.output.endswith("Exit code: 0")
+    bad = await call(tool, {"command": "echo nope; exit 3"})
+    assert not bad.success and bad.error_kind is ErrorKind.PROCESS_FAILED
+    assert "nope" in bad.output and bad.output.endswith("Exit code: 3")
+    assert bad.structured_metadata is not None and bad.structured_metadata["exit_code"] == 3
+    empty = await call(tool, {"command": "true"})
+    assert "(no output)" in empty.output
+
+
+@pytest.mark.anyio
+async def test_timeout_clamps(ws: Workspace, cfg: ShellConfig) -> None:
+    tool = ShellTool(ws, cfg)
+    assert (await call(tool, {"command": "echo fine", "timeout_secs": 9999})).success
+    started = time.monotonic()
+    result = await call(tool, {"command": "sleep 5", "timeout_secs": 0})
+    assert result.error_kind is ErrorKind.TIMEOUT
+    assert time.monotonic() - started < 4.5
+    assert "timed out after 1 seconds" in result.output
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool_name", ["shell", "exec_command", "bash"])
+async def test_timeout_kills_grandchildren(ws: Workspace, cfg: ShellConfig, tool_name: str) -> None:
+    mark = marker()
+    # a grandchild in the group, one that ignores SIGTERM, and one in a sub-shell
+    command = (
+        f"sleep {mark} & "
+        f"sh -c 'trap \"\" TERM; sleep {mark}' & "
+        f"(sleep {mark}; echo late) & "
+        f"echo started; sleep {mark}"
+    )
+    sessions = SessionManager()
+    tool: Tool
+    if tool_name == "shell":
+        tool, args = ShellTool(ws, cfg), {"command": command, "timeout_secs": 1}
+    elif tool_name == "exec_command":
+        tool, args = ExecCommandTool(ws, cfg, sessions), {"cmd": command, "timeout_secs": 1}
+    else:
+        tool, args = BashTool(ws, cfg, sessions), {"cmd": command, "timeout_ms": 1000}
+    started = time.monotonic()
+    result = await call(tool, args)
+    assert result.error_kind is ErrorKind.TIMEOUT, result.output
+    assert "started" in result.output
+    assert time.monotonic() - started < 10
+    assert await gone(mark), living(mark)
+
+
+@pytest.mark.anyio
+async def test_background_child_holding_stdout_does_not_hang(
+    ws: Workspace, cfg: ShellConfig
+) -> None:
+    mark = marker()
+    tool = ExecCommandTool(ws, cfg, SessionManager())
+    started = time.monotonic()
+    result = await call(tool, {"cmd": f"printf 'child-%s\\n' done; sleep {mark} &"})
+    assert result.success and "child-done" in result.output
+    assert "Exit code: 0" in result.output
+    assert time.monotonic() - started < 10
+    started = time.monotonic()
+    result = await call(tool, {"cmd": f"echo y-ok; sleep {mark} &", "yield_time_ms": 5000})
+    assert result.success and "y-ok" in result.output
+    assert "exited with code 0" in result.output
+    assert time.monotonic() - started < 4.5
+    subprocess.run(["pkill", "-f", f"sleep {mark}"], check=False)  # our own marker only
+
+
+@pytest.mark.anyio
+async def test_huge_output_is_capped_with_tail_and_exit_code(
+    ws: Workspace, cfg: ShellConfig
+) -> None:
+    tool = ExecCommandTool(ws, cfg, SessionManager())
+    cmd = (
+        f"{sys.executable} -c \"import sys; sys.stdout.write('x'*5000000+'\\n'); "
+        "print('FINAL: %d tests failed' % 3); sys.exit(1)\""
+    )
+    result = await call(tool, {"cmd": cmd})
+    assert not result.success and result.error_kind is ErrorKind.PROCESS_FAILED
+    assert len(result.output.encode()) <= cfg.max_output_bytes
+    assert result.output.startswith("xxxxxxxxxx")
+    assert "FINAL: 3 tests failed" in result.output
+    assert "bytes omitted" in result.output and result.output.endswith("Exit code: 1")
+    small = await call(tool, {"cmd": "seq 1 100000", "max_output_tokens": 100})
+    assert len(small.output) < 1000 and "100000" in small.output
+
+
+@pytest.mark.anyio
+async def test_environment_is_scrubbed(
+    ws: Workspace, cfg: ShellConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OCTOS_TEST_API_KEY", "sk-test-123")
+    monkeypatch.setenv("OCTOS_TEST_PLAIN", "visible")
+    monkeypatch.setenv("PYTHONSTARTUP", "/nonexistent/startup.py")
+    result = await call(ShellTool(ws, cfg), {"command": "env"})
+    assert "OCTOS_TEST_PLAIN=visible" in result.output
+    assert "sk-test-123" not in result.output and "PYTHONSTARTUP" not in result.output
+
+
+@pytest.mark.anyio
+async def test_safe_policy_deny_and_ask(ws: Workspace, cfg: ShellConfig) -> None:
+    tool = ShellTool(ws, cfg)
+    denied = await call(tool, {"command": "rm -rf /"})
+    assert denied.error_kind is ErrorKind.POLICY_DENIED
+    asked = await call(tool, {"command": "echo sudo"})
+    assert asked.error_kind is ErrorKind.APPROVAL_REQUIRED
+    seen: list[ApprovalRequest] = []
+
+    async def approve(req: ApprovalRequest) -> bool:
+        seen.append(req)
+        return True
+
+    async def refuse(req: ApprovalRequest) -> bool:
+        return False
+
+    ran = await call(tool, {"command": "echo sudo"}, ToolContext(approval=approve))
+    assert ran.success and "sudo" in ran.output
+    assert seen[0].tool == "shell" and seen[0].action == "echo sudo"
+    no = await call(tool, {"command": "echo sudo"}, ToolContext(approval=refuse))
+    assert no.error_kind is ErrorKind.POLICY_DENIED
+    off = ShellTool(ws, cfg.model_copy(update={"safe_policy": False}))
+    assert (await call(off, {"command": "echo sudo"})).success
+
+
+@pytest.mark.anyio
+async def test_workdir_checks(ws: Workspace, cfg: ShellConfig) -> None:
+    (ws.root / "sub").mkdir()
+    tool = ExecCommandTool(ws, cfg, SessionManager())
+    ok = await call(tool, {"cmd": "pwd", "workdir": "sub"})
+    assert ok.success and ok.output.startswith(str(ws.root / "sub"))
+    nul = await call(tool, {"cmd": "pwd", "workdir": "sub\x00dir"})
+    assert nul.error_kind is ErrorKind.INVALID_ARGUMENTS and "NUL" in nul.output
+    out = await call(tool, {"cmd": "pwd", "workdir": "../"})
+    assert out.error_kind is ErrorKind.PATH_OUTSIDE_WORKSPACE
+    missing = await call(tool, {"cmd": "pwd", "workdir": "nope"})
+    assert missing.error_kind is ErrorKind.NOT_FOUND
+    nocmd = await call(tool, {"workdir": "sub"})
+    assert nocmd.error_kind is ErrorKind.INVALID_ARGUMENTS
+    alias = await call(tool, {"command": "echo via-alias"})
+    assert alias.success and "via-alias" in alias.output
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@pytest.mark.anyio
+async def test_cat_session_returns_only_new_output(ws: Workspace, cfg: ShellConfig) -> None:
+    sessions = SessionManager()
+    exec_tool = ExecCommandTool(ws, cfg, sessions)
+    stdin_tool = WriteStdinTool(sessions, cfg)
+    first = await call(exec_tool, {"cmd": "cat", "yield_time_ms": 100})
+    meta = first.structured_metadata
+    assert first.success and meta is not None and meta["running"] is True
+    sid = meta["session_id"]
+    one = await call(stdin_tool, {"session_id": sid, "chars": "alpha\n", "yield_time_ms": 300})
+    assert "alpha" in one.output
+    two = await call(stdin_tool, {"session_id": sid, "chars": "beta\n", "yield_time_ms": 300})
+    assert "beta" in two.output and "alpha" not in two.output
+    idle = await call(stdin_tool, {"session_id": sid})
+    assert "none since the last read" in idle.output
+    await sessions.aclose()
+    unknown = await call(stdin_tool, {"session_id": sid})
+    assert unknown.error_kind is ErrorKind.UNKNOWN_SESSION
+
+
+@pytest.mark.anyio
+async def test_python_repl_on_a_tty(ws: Workspace, cfg: ShellConfig) -> None:
+    sessions = SessionManager()
+    exec_tool = ExecCommandTool(ws, cfg, sessions)
+    stdin_tool = WriteStdinTool(sessions, cfg)
+    first = await call(exec_tool, {"cmd": f"{sys.executable} -i -q", "tty": True})
+    assert first.structured_metadata is not None
+    sid = first.structured_metadata["session_id"]
+    answer = ""
+    for _ in range(20):  # a slow box may need a few polls
+        r = await call(
+            stdin_tool,
+            {"session_id": sid, "chars": "" if answer else "print(6*7)\n", "yield_time_ms": 300},
+        )
+        answer += r.output
+        if "42" in answer:
+            break
+    assert "42" in answer
+    tty = await call(
+        stdin_tool,
+        {
+            "session_id": sid,
+            "chars": "import sys; print(sys.stdin.isatty())\n",
+            "yield_time_ms": 500,
+        },
+    )
+    assert "True" in tty.output
+    done = await call(stdin_tool, {"session_id": sid, "chars": "exit()\n", "yield_time_ms": 3000})
+    assert done.structured_metadata is not None
+    assert done.structured_metadata["running"] is False
+    assert done.structured_metadata["exit_code"] == 0
+    again = await call(stdin_tool, {"session_id": sid})
+    assert again.error_kind is ErrorKind.UNKNOWN_SESSION
+
+
+@pytest.mark.anyio
+async def test_tty_read_line(ws: Workspace, cfg: ShellConfig) -> None:
+    sessions = SessionManager()
+    exec_tool = ExecCommandTool(ws, cfg, sessions)
+    stdin_tool = WriteStdinTool(sessions, cfg)
+    first = await call(exec_tool, {"cmd": "read x; echo got:$x", "tty": True, "yield_time_ms": 200})
+    assert first.structured_metadata is not None
+    sid = first.structured_metadata["session_id"]
+    r = await call(stdin_tool, {"session_id": sid, "chars": "octos\n", "yield_time_ms": 3000})
+    assert "got:octos" in r.output
+    await sessions.aclose()
+
+
+@pytest.mark.anyio
+async def test_sessions_are_bounded_timed_and_closed(ws: Workspace, cfg: ShellConfig) -> None:
+    mark = marker()
+    sessions = SessionManager(max_sessions=2)
+    exec_tool = ExecCommandTool(ws, cfg, sessions)
+    ids = []
+    for _ in range(3):
+        r = await call(exec_tool, {"cmd": f"sleep {mark}", "yield_time_ms": 0})
+        assert r.structured_metadata is not None
+        ids.append(r.structured_metadata["session_id"])
+    assert sessions.ids() == ids[1:]  # the oldest idle session was closed
+    assert len(living(mark)) <= 2 + 2  # sh and sleep of each live session at most
+    # killed at its timeout
+    tmark = marker()
+    r = await call(exec_tool, {"cmd": f"sleep {tmark}", "yield_time_ms": 0, "timeout_secs": 1})
+    assert r.structured_metadata is not None
+    assert await gone(tmark, within=6.0)
+    sid = r.structured_metadata["session_id"]
+    after = await call(WriteStdinTool(sessions, cfg), {"session_id": sid})
+    assert after.structured_metadata is not None and after.structured_metadata["running"] is False
+    assert "timeout" in after.output
+    await exec_tool.aclose()
+    assert await gone(mark)
+    assert len(sessions) == 0
+
+
+@pytest.mark.anyio
+async def test_registry_close_ends_sessions(tmp_path: Path) -> None:
+    mark = marker()
+    ws = Workspace(tmp_path)
+    registry = ToolRegistry(ws)
+    runtime.register(registry, ws, Config())
+    assert registry.names() == ["shell", "exec_command", "bash", "write_stdin"]
+    r = await registry.execute("exec_command", {"cmd": f"sleep {mark}", "yield_time_ms": 0})
+    assert r.success, r.output
+    r = await registry.execute("exec_command", {"cmd": f"sleep {mark}", "tty": True})
+    assert r.success, r.output
+    r = await registry.execute("write_stdin", {"session_id": "exec-99"})
+    assert r.error_kind is ErrorKind.UNKNOWN_SESSION
+    assert living(mark)
+    await registry.aclose()
+    assert await gone(mark)
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_thousand_timed_out_commands_leave_nothing(
+    ws: Workspace, cfg: ShellConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Test-only lower bound: 0.2 s instead of 1 s keeps this under half a minute on 2 cores.
+    monkeypatch.setattr(runtime, "MIN_TIMEOUT_SECS", 0.2)
+    mark = marker()
+    tool = ShellTool(ws, cfg)
+    command = f"sleep {mark} & sleep {mark}"
+    batch = 100
+
+    async def one() -> ToolResult:
+        return await call(tool, {"command": command, "timeout_secs": 0})
+
+    results: list[ToolResult] = []
+    for _ in range(1000 // batch):
+        results.extend(await asyncio.gather(*(one() for _ in range(batch))))
+    assert len(results) == 1000
+    assert all(r.error_kind is ErrorKind.TIMEOUT for r in results)
+    assert await gone(mark, within=10.0), living(mark)[:5]
+    assert our_zombies() == []
