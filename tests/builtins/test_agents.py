@@ -1,0 +1,150 @@
+"""Sub-agent tools over the TaskSupervisor with a test spawn delegate."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import agents
+from octos_tools.builtins.agents import SpawnRequest, bind_spawn_delegate
+from octos_tools.config import Config
+from octos_tools.context import ToolContext
+from octos_tools.errors import ErrorKind
+from octos_tools.registry import ToolRegistry
+from octos_tools.tasks import TaskRecord
+from octos_tools.tool import ToolResult
+
+
+class ShortDelegate:
+    """Runs a short coroutine per agent: waits ``delay`` seconds, echoes its task."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.delay = delay
+        self.requests: list[SpawnRequest] = []
+
+    async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult:
+        self.requests.append(request)
+        await asyncio.sleep(self.delay)
+        if "fail" in request.task:
+            return ToolResult.failure(ErrorKind.PROCESS_FAILED, "the child failed")
+        return ToolResult.ok(f"done: {request.task} (+{len(request.inputs)} inputs)")
+
+
+class LiveDelegate(ShortDelegate):
+    """Also takes messages while an agent runs."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        super().__init__(delay)
+        self.delivered: list[str] = []
+
+    async def deliver_input(self, record: TaskRecord, message: str, interrupt: bool) -> bool:
+        self.delivered.append(message)
+        return True
+
+
+async def make(delegate: Any | None) -> ToolRegistry:
+    registry = ToolRegistry()
+    agents.register(registry, None, Config())  # type: ignore[arg-type]
+    if delegate is not None:
+        assert bind_spawn_delegate(registry, delegate)
+    return registry
+
+
+def body(result: ToolResult) -> dict[str, Any]:
+    assert result.success, result.output
+    data = json.loads(result.output)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.anyio
+async def test_spawn_wait_and_results() -> None:
+    delegate = ShortDelegate()
+    registry = await make(delegate)
+    spawned = body(await registry.execute("spawn_agent", {"message": "count files"}))
+    agent_id = spawned["agent_id"]
+    assert spawned["status"] in ("pending", "running")
+    waited = body(await registry.execute("wait_agent", {"ids": [agent_id], "timeout_ms": 5000}))
+    assert waited["timed_out"] is False
+    [status] = waited["agents"]
+    assert status["status"] == "completed" and "done: count files" in status["output"]
+    assert delegate.requests[0].depth == 1
+    failed = body(await registry.execute("spawn_agent", {"task": "please fail", "mode": "sync"}))
+    assert failed["status"] == "failed" and failed["terminal"] is True
+    unknown = body(await registry.execute("wait_agent", {"ids": ["nope"], "timeout_ms": 10}))
+    assert unknown["agents"] == [{"agent_id": "nope", "status": "unknown", "terminal": True}]
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_wait_times_out_and_close_cancels() -> None:
+    registry = await make(ShortDelegate(delay=30))
+    agent_id = body(await registry.execute("spawn_agent", {"message": "slow"}))["agent_id"]
+    waited = body(await registry.execute("wait_agent", {"id": agent_id, "timeout_ms": 50}))
+    assert waited["timed_out"] is True and waited["agents"][0]["status"] == "running"
+    closed = body(await registry.execute("close_agent", {"id": agent_id}))
+    assert closed["closed"] is True and closed["status"] == "cancelled"
+    assert registry.supervisor.get(agent_id) is not None
+    missing = await registry.execute("close_agent", {"id": "no-such-agent"})
+    assert missing.error_kind is ErrorKind.NOT_FOUND
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_send_input_recorded_then_resume_delivers_it() -> None:
+    delegate = ShortDelegate(delay=0.01)
+    registry = await make(delegate)
+    agent_id = body(await registry.execute("spawn_agent", {"message": "t", "mode": "sync"}))[
+        "agent_id"
+    ]
+    sent = body(await registry.execute("send_input", {"id": agent_id, "message": "also X"}))
+    assert sent["delivered"] is False and sent["delivery"] == "recorded"
+    record = registry.supervisor.get(agent_id)
+    assert record is not None and record.inputs[0]["message"] == "also X"
+    resumed = body(await registry.execute("resume_agent", {"id": agent_id}))
+    new_id = resumed["resumed_agent_id"]
+    done = body(await registry.execute("wait_agent", {"ids": [new_id]}))
+    assert "+1 inputs" in done["agents"][0]["output"]
+    assert delegate.requests[-1].inputs == ("also X",)
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_send_input_live_delivery_and_running_resume() -> None:
+    delegate = LiveDelegate(delay=30)
+    registry = await make(delegate)
+    agent_id = body(await registry.execute("spawn_agent", {"message": "t"}))["agent_id"]
+    await asyncio.sleep(0)
+    sent = body(await registry.execute("send_input", {"target": agent_id, "message": "hi"}))
+    assert sent["delivered"] is True and sent["delivery"] == "live"
+    assert delegate.delivered == ["hi"]
+    still = body(await registry.execute("resume_agent", {"agent_id": agent_id}))
+    assert "still running" in still["message"]
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_depth_limit_and_missing_delegate() -> None:
+    registry = await make(ShortDelegate())
+    deep = await registry.execute("spawn_agent", {"message": "x"}, ToolContext(spawn_depth=4))
+    assert deep.error_kind is ErrorKind.POLICY_DENIED
+    ok = await registry.execute("spawn_agent", {"message": "x"}, ToolContext(spawn_depth=3))
+    assert ok.success
+    await registry.aclose()
+    bare = await make(None)
+    none = await bare.execute("spawn_agent", {"message": "x"})
+    assert none.error_kind is ErrorKind.NOT_CONFIGURED
+    via_extras = await bare.execute(
+        "spawn_agent",
+        {"message": "x", "mode": "sync"},
+        ToolContext(extras={"spawn_delegate": ShortDelegate()}),
+    )
+    assert body(via_extras)["status"] == "completed"
+    empty = await bare.execute(
+        "spawn_agent", {"message": " "}, ToolContext(extras={"spawn_delegate": ShortDelegate()})
+    )
+    assert empty.error_kind is ErrorKind.INVALID_ARGUMENTS
+    await bare.aclose()

@@ -1,0 +1,90 @@
+"""update_plan, request_user_input and the image_generation stub."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins.coding import PLAN_STATE_KEY, RequestUserInputTool, UpdatePlanTool
+from octos_tools.builtins.media import ImageGenerationTool
+from octos_tools.context import ToolContext
+from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.registry import ToolRegistry
+
+
+@pytest.mark.anyio
+async def test_update_plan_stores_and_echoes_once() -> None:
+    ctx = ToolContext()
+    plan = [
+        {"step": "read the code", "status": "completed"},
+        {"step": "write the fix", "status": "in_progress"},
+        {"step": "run tests", "status": "pending"},
+    ]
+    result = await UpdatePlanTool().execute_with_context(
+        ctx, {"explanation": "found the bug", "plan": plan}
+    )
+    assert result.success
+    assert ctx.state[PLAN_STATE_KEY] == {"explanation": "found the bug", "plan": plan}
+    assert result.output.count("write the fix") == 1
+    assert "[x] read the code" in result.output and "[>] write the fix" in result.output
+    assert "1/3 completed" in result.output
+    meta = result.structured_metadata
+    assert meta is not None and meta["plan"] == plan  # a list, not nested as plan.plan
+    # a new plan replaces the old one
+    await UpdatePlanTool().execute_with_context(ctx, {"plan": plan[:1]})
+    assert ctx.state[PLAN_STATE_KEY]["plan"] == plan[:1]
+
+
+@pytest.mark.anyio
+async def test_update_plan_rejects_two_in_progress_and_bad_status() -> None:
+    registry = ToolRegistry()
+    registry.register(UpdatePlanTool())
+    two = [{"step": "a", "status": "in_progress"}, {"step": "b", "status": "in_progress"}]
+    result = await registry.execute("update_plan", {"plan": two})
+    assert result.error_kind is ErrorKind.INVALID_ARGUMENTS and "one step" in result.output
+    bad = await registry.execute("update_plan", {"plan": [{"step": "a", "status": "done"}]})
+    assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+    blank = await registry.execute("update_plan", {"plan": [{"step": " ", "status": "pending"}]})
+    assert blank.error_kind is ErrorKind.INVALID_ARGUMENTS
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_request_user_input_with_and_without_channel() -> None:
+    tool = RequestUserInputTool()
+    assert tool.blocks_on_human_input
+    args = {"questions": [{"question": "Which DB?", "options": [{"label": "sqlite"}]}]}
+    no_channel = await tool.execute_with_context(ToolContext(), args)
+    assert not no_channel.success and no_channel.error_kind is ErrorKind.UNAVAILABLE
+    meta = no_channel.structured_metadata
+    assert meta is not None and meta["host_response_channel"] == "not_attached"
+    asked: list[dict[str, Any]] = []
+
+    async def answer(request: dict[str, Any]) -> Any:
+        asked.append(request)
+        return {"answers": ["sqlite"]}
+
+    got = await tool.execute_with_context(ToolContext(user_input=answer), args)
+    assert got.success and "sqlite" in got.output
+    assert asked == [args]
+    with pytest.raises(ToolError) as info:
+        await tool.execute_with_context(ToolContext(user_input=answer), {"prompt": "  "})
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+
+
+@pytest.mark.anyio
+async def test_image_generation_stub() -> None:
+    registry = ToolRegistry()
+    registry.register(ImageGenerationTool())
+    blank = await registry.execute("image_generation", {"prompt": "   "})
+    assert blank.error_kind is ErrorKind.INVALID_ARGUMENTS
+    missing = await registry.execute("image_generation", {})
+    assert missing.error_kind is ErrorKind.INVALID_ARGUMENTS
+    result = await registry.execute("image_generation", {"prompt": "a cat", "n": 2})
+    assert result.error_kind is ErrorKind.CODING_TOOL_UNSUPPORTED
+    meta = result.structured_metadata
+    assert meta is not None and meta["accepted_input"]["n"] == 2
+    too_many = await registry.execute("image_generation", {"prompt": "a cat", "n": 9})
+    assert too_many.error_kind is ErrorKind.INVALID_ARGUMENTS
+    await registry.aclose()
