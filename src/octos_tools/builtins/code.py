@@ -23,6 +23,7 @@ when walking a directory.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -471,8 +472,10 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
     """Register ``code_structure``, or record it in ``MISSING_EXTRAS`` as needing the
     ``code`` extra when ``tree_sitter_language_pack`` cannot be imported."""
     try:
-        import tree_sitter_language_pack  # noqa: F401
-    except ImportError:
+        found = importlib.util.find_spec("tree_sitter_language_pack") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:  # found without importing: the grammars load on first use
         MISSING_EXTRAS["code_structure"] = "code"
         return
     registry.register(CodeStructureTool(workspace))

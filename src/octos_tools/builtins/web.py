@@ -43,6 +43,7 @@ not the model, so they are not subject to the SSRF guard (a SearXNG on the intra
 from __future__ import annotations
 
 import codecs
+import importlib.util
 import ipaddress
 import json
 import os
@@ -933,16 +934,20 @@ def _search_result(
 # ------------------------------------------------------------------------------- register
 
 
+def _installed(*modules: str) -> bool:
+    """Whether every module can be imported, found without importing it (keeps start-up
+    fast: the extras load on first use)."""
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+    except (ImportError, ValueError):
+        return False
+
+
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
     """Register ``web_search`` and ``web_fetch`` (octos order), or record them in
     ``MISSING_EXTRAS`` as needing the ``web`` extra when httpx2, markdownify or bs4 is
     missing."""
-    try:
-        import bs4  # noqa: F401
-        import httpcore2  # noqa: F401
-        import httpx2  # noqa: F401
-        import markdownify  # noqa: F401
-    except ImportError:
+    if not _installed("httpx2", "httpcore2", "bs4", "markdownify"):
         MISSING_EXTRAS["web_search"] = "web"
         MISSING_EXTRAS["web_fetch"] = "web"
         return
