@@ -23,9 +23,10 @@ import shutil
 import stat as stat_mod
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import ErrorKind, PathError, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
@@ -206,7 +207,9 @@ def glob_match(parts: Sequence[str], comps: Sequence[str]) -> bool:
         return not parts
     head = comps[0]
     if head == "**":
-        return any(glob_match(parts[i:], comps[1:]) for i in range(len(parts) + 1))
+        # A trailing "**" matches what is inside, not the directory itself (as git does).
+        first = 1 if len(comps) == 1 else 0
+        return any(glob_match(parts[i:], comps[1:]) for i in range(first, len(parts) + 1))
     return bool(parts) and fnmatch.fnmatchcase(parts[0], head) and glob_match(parts[1:], comps[1:])
 
 
@@ -426,14 +429,71 @@ def _grep_rg(rg: str, ws: Workspace, target: str, is_file: bool, q: _GrepQuery) 
         cmd += ["--context", str(q.context)]
     for pat in expand_braces(q.file_pattern) if q.file_pattern else []:
         cmd += ["--glob", pat]
+    ignore_file = None
+    if not is_file and target != ".":
+        rules = _ancestor_ignore_rules(ws, target)
+        if rules:
+            ignore_file = tempfile.NamedTemporaryFile(
+                "w", encoding="utf-8", suffix=".gitignore", prefix="octos-grep-"
+            )
+            ignore_file.write("\n".join(rules) + "\n")
+            ignore_file.flush()
+            cmd += ["--ignore-file", ignore_file.name]
     cmd += ["--regexp", q.pattern]
-    stdin_fh = None
+    stdin_fh: BinaryIO | None = None
     if is_file:
         # Search the file through a no-follow descriptor on stdin: no path is re-resolved.
         stdin_fh = ws.open_read(target)
         cmd.append("-")
     else:
         cmd += ["--", target if target != "." else "./"]
+    try:
+        return _run_rg(cmd, ws, target, is_file, q, stdin_fh)
+    finally:
+        if ignore_file is not None:
+            ignore_file.close()
+
+
+def _ancestor_ignore_rules(ws: Workspace, target: str) -> list[str]:
+    """The ``.gitignore`` rules of the directories above ``target`` (root included),
+    rewritten relative to the root, for ``rg --ignore-file`` (rg runs with
+    ``--no-ignore-parent`` so that it never reads anything above the workspace)."""
+    parts = target.split("/")
+    out: list[str] = []
+    for i in range(len(parts)):
+        d = "/".join(parts[:i])
+        path = f"{d}/.gitignore" if d else ".gitignore"
+        try:
+            data = ws.read_bytes(path, max_bytes=1_000_000)
+        except ToolError:
+            continue
+        for line in data.decode("utf-8", "replace").splitlines():
+            line = line.rstrip("\r")
+            if not line.strip() or line.startswith("#"):
+                continue
+            neg = line.startswith("!")
+            body = line[1:] if neg else line
+            if not d:
+                out.append(line)
+                continue
+            trail = "/" if body.endswith("/") else ""
+            core = body.rstrip("/")
+            if "/" in core:
+                rooted = f"/{d}/{core.lstrip('/')}{trail}"
+            else:
+                rooted = f"/{d}/**/{core}{trail}"
+            out.append(("!" if neg else "") + rooted)
+    return out
+
+
+def _run_rg(
+    cmd: list[str],
+    ws: Workspace,
+    target: str,
+    is_file: bool,
+    q: _GrepQuery,
+    stdin_fh: BinaryIO | None,
+) -> _GrepResult:
     root_fd = os.open(ws.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
     files: list[_FileHits] = []
     by_path: dict[str, _FileHits] = {}
@@ -814,8 +874,6 @@ class GrepTool(WorkspaceTool):
         rel = ws.relpath(path)
         res = await self._in_thread(lambda: self._run(ws, rel, q))
         text = _format_grep(res, q)
-        if res.binary_skipped and not res.matches:
-            text += f"\n({len(res.binary_skipped)} binary file(s) skipped)"
         return ToolResult.ok(
             text,
             structured_metadata={

@@ -1,0 +1,322 @@
+"""Search tools: list_dir, glob, grep (rg engine and the pure-Python fallback agree)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import search
+from octos_tools.config import Config
+from octos_tools.context import ToolContext
+from octos_tools.errors import ToolError
+from octos_tools.tool import ConcurrencyClass, ToolResult
+from octos_tools.workspace import Workspace
+
+pytestmark = pytest.mark.anyio
+
+ENGINES = ["rg", "python"]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "ws"
+    r.mkdir()
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("TOPSECRET\n")
+    (tmp_path / "ws_secret").mkdir()
+    (tmp_path / "ws_secret" / "key.txt").write_text("TOPSECRET\n")
+    (r / "notes.txt").write_text("hello\nworld\n")
+    (r / "leak").symlink_to(out / "secret.txt")
+    (r / "linkdir").symlink_to(out)
+    (r / "rel").symlink_to("../outside")
+    return r
+
+
+@pytest.fixture
+def ws(root: Path) -> Workspace:
+    return Workspace(root)
+
+
+async def run(tool: Any, ws: Workspace, args: dict[str, Any]) -> ToolResult:
+    try:
+        result: ToolResult = await tool.execute_with_context(ToolContext(workspace=ws), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+    return result
+
+
+async def grep(ws: Workspace, engine: str, **args: Any) -> ToolResult:
+    tool = search.GrepTool(ws, Config())
+    tool.engine = engine
+    return await run(tool, ws, args)
+
+
+def kind(result: ToolResult) -> str | None:
+    return result.error_kind.value if result.error_kind else None
+
+
+def test_tool_classes_follow_octos() -> None:
+    for cls, name in [
+        (search.GlobTool, "glob"),
+        (search.GrepTool, "grep"),
+        (search.ListDirTool, "list_dir"),
+    ]:
+        assert cls.name == name
+        assert cls.tags == ("search", "code")
+        assert cls.concurrency_class is ConcurrencyClass.SAFE
+        assert cls.cwd_bound
+
+
+def test_rg_binary_is_found() -> None:
+    rg = search.find_rg()
+    assert rg is not None and os.access(rg, os.X_OK)
+
+
+async def test_registry_order(ws: Workspace) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    reg = ToolRegistry(workspace=ws)
+    search.register(reg, ws, Config())
+    assert reg.names() == ["glob", "grep", "list_dir"]
+    res = await reg.execute("grep", '{"pattern": "hel+o"}')
+    assert res.success and "notes.txt:1: hello" in res.output
+
+
+# ------------------------------------------------------------------ list_dir
+
+
+async def test_list_dir_shows_links_as_links(root: Path, ws: Workspace) -> None:
+    (root / "sub").mkdir()
+    (root / ".hidden").write_text("h")
+    res = await run(search.ListDirTool(ws), ws, {"path": "."})
+    assert res.success
+    lines = res.output.splitlines()
+    assert lines[0] == "6 entries in .:"
+    assert lines[1] == "[dir]  sub/"
+    assert lines[2].startswith("[file] .hidden") and "(1 bytes)" in lines[2]
+    assert lines[3].startswith("[file] notes.txt")
+    assert [x.split()[1] for x in lines[4:]] == ["leak", "linkdir", "rel"]
+    assert all(x.startswith("[link]") for x in lines[4:])
+    assert "secret" not in res.output
+    (root / "empty").mkdir()
+    res = await run(search.ListDirTool(ws), ws, {"path": "empty"})
+    assert res.success and "empty" in res.output
+
+
+async def test_list_dir_refusals(root: Path, ws: Workspace, tmp_path: Path) -> None:
+    for path, k in [
+        ("linkdir", "symlink_refused"),
+        ("rel", "symlink_refused"),
+        (str(tmp_path / "ws_secret"), "path_outside_workspace"),
+        ("../ws_secret", "path_outside_workspace"),
+        ("\x00", "invalid_arguments"),
+        ("notes.txt", "not_a_directory"),
+        ("missing", "not_found"),
+    ]:
+        res = await run(search.ListDirTool(ws), ws, {"path": path})
+        assert kind(res) == k, path
+        assert "secret.txt" not in res.output and "key.txt" not in res.output
+
+
+# ------------------------------------------------------------------ glob
+
+
+@pytest.fixture
+def code_tree(root: Path) -> Path:
+    for rel in ["src/a.py", "src/b.ts", "src/c.tsx", "src/deep/d.py", ".cfg/e.py", "top.py"]:
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("*.py", ["top.py"]),
+        ("**/*.py", ["top.py", ".cfg/e.py", "src/a.py", "src/deep/d.py"]),
+        ("src/*.{ts,tsx}", ["src/b.ts", "src/c.tsx"]),
+        ("src/**", ["src/a.py", "src/b.ts", "src/c.tsx", "src/deep/", "src/deep/d.py"]),
+        ("src/?.py", ["src/a.py"]),
+        ("src/[ab].*", ["src/a.py", "src/b.ts"]),
+        ("src/a.py", ["src/a.py"]),
+        ("./src/deep/*.py", ["src/deep/d.py"]),
+    ],
+)
+async def test_glob_patterns(
+    code_tree: Path, ws: Workspace, pattern: str, expected: list[str]
+) -> None:
+    res = await run(search.GlobTool(ws), ws, {"pattern": pattern})
+    assert res.success
+    assert res.structured_metadata is not None
+    got = res.structured_metadata["paths"]
+    assert sorted(got) == sorted(expected)
+    again = await run(search.GlobTool(ws), ws, {"pattern": pattern})
+    assert again.structured_metadata is not None and again.structured_metadata["paths"] == got
+
+
+async def test_glob_never_crosses_links(root: Path, ws: Workspace) -> None:
+    res = await run(search.GlobTool(ws), ws, {"pattern": "**/*.txt"})
+    assert "notes.txt" in res.output and "secret" not in res.output
+    res = await run(search.GlobTool(ws), ws, {"pattern": "linkdir/*"})
+    assert "No files found" in res.output
+    res = await run(search.GlobTool(ws), ws, {"pattern": "**/*"})
+    assert "secret" not in res.output
+    assert {"leak", "linkdir", "rel", "notes.txt"} <= set(res.output.splitlines()[1:])
+
+
+async def test_glob_refusals_and_limit(code_tree: Path, ws: Workspace) -> None:
+    for pattern in ["../*", "/etc/*.conf", "src/../../*", "{..,src}/*", "*\x00*", ""]:
+        res = await run(search.GlobTool(ws), ws, {"pattern": pattern})
+        assert kind(res) == "invalid_arguments", pattern
+    res = await run(search.GlobTool(ws), ws, {"pattern": "*\x00*"})
+    assert "NUL" in res.output
+    res = await run(search.GlobTool(ws), ws, {"pattern": "**/*", "limit": 3})
+    assert res.output.startswith("Found 3 path(s) (limited to 3; more exist)")
+    res = await run(search.GlobTool(ws), ws, {"pattern": "*.nothing"})
+    assert res.success and "No files found" in res.output
+
+
+def test_brace_expansion() -> None:
+    assert search.expand_braces("*.{ts,tsx}") == ["*.ts", "*.tsx"]
+    assert search.expand_braces("{a,{b,c}}/x") == ["a/x", "b/x", "c/x"]
+    assert search.expand_braces("lit{eral}") == ["lit{eral}"]
+    assert search.glob_match(["a", "b", "c.py"], ["**", "*.py"])
+    assert not search.glob_match(["a", "c.py"], ["*.py"])
+
+
+# ------------------------------------------------------------------ grep
+
+
+@pytest.fixture
+def grep_tree(root: Path) -> Path:
+    files: dict[str, bytes] = {
+        "src/main.py": b"import os\n\ndef main():\n    print('Hello')\n    return 0\n",
+        "src/util.py": b"def helper():\n    return 'hello world'\n",
+        "src/app.ts": b"const hello = 1;\n",
+        "README.md": b"# Hello\n\nhello again\n",
+        ".hidden/conf.txt": b"hello from hidden\n",
+        "build/out.txt": b"hello from build\n",
+        "logs/x.log": b"hello log\n",
+        "logs/keep.log": b"hello kept\n",
+        "data.bin": b"PK\x03\x04\x00\x00hello\x00",
+        "u16.txt": b"\xff\xfe" + "hello utf16\r\n".encode("utf-16-le"),
+        "latin1.txt": b"caf\xe9 hello\n",
+        ".git/config": b"hello git\n",
+        "nested/.gitignore": b"*.tmp\n",
+        "nested/a.tmp": b"hello tmp\n",
+        "nested/b.txt": b"hello nested\n",
+        "nested/deeper/z.tmp": b"hello deeper tmp\n",
+        "nested/deeper/only.md": b"hello anchored\n",
+        "nested/deeper/fine.md": b"hello fine\n",
+    }
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    (root / ".gitignore").write_bytes(b"build/\n*.log\n!keep.log\n/nested/deeper/only.md\n")
+    return root
+
+
+PARITY = [
+    {"pattern": "hello"},
+    {"pattern": "hello", "ignore_case": True},
+    {"pattern": "hello", "ignore_case": True, "limit": 3},
+    {"pattern": "print", "context": 1},
+    {"pattern": "return", "context": 2, "path": "src"},
+    {"pattern": "hel+o", "file_pattern": "*.py"},
+    {"pattern": "hello", "file_pattern": "*.{py,ts}"},
+    {"pattern": "hello", "path": "src/util.py"},
+    {"pattern": "hello", "path": "nested"},
+    {"pattern": "hello", "path": "logs"},
+    {"pattern": "hello", "path": "nested/deeper"},
+    {"pattern": "hello", "path": "build"},
+    {"pattern": "hello", "path": "logs/x.log"},
+    {"pattern": r"^\s+return\b"},
+    {"pattern": "nomatchanywhere"},
+]
+
+
+@pytest.mark.parametrize("args", PARITY, ids=[str(a) for a in PARITY])
+async def test_grep_engines_agree(grep_tree: Path, ws: Workspace, args: dict[str, Any]) -> None:
+    a = await grep(ws, "rg", **args)
+    b = await grep(ws, "python", **args)
+    assert a.success and b.success, (a.output, b.output)
+    assert a.output == b.output
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_semantics(grep_tree: Path, ws: Workspace, engine: str) -> None:
+    res = await grep(ws, engine, pattern="hello", ignore_case=True)
+    out = res.output
+    assert "src/main.py:4: print('Hello')" in out
+    assert ".hidden/conf.txt:1:" in out  # hidden files searched
+    assert "keep.log" in out and "x.log" not in out  # .gitignore with negation
+    assert "build/" not in out and "nested/a.tmp" not in out  # ignored dir, nested ignore
+    assert ".git/" not in out
+    assert "nested/deeper/fine.md" in out
+    assert "only.md" not in out and "z.tmp" not in out
+    assert "data.bin" not in out and "\x00" not in out  # binary skipped
+    assert "u16.txt:1: hello utf16" in out  # UTF-16 transcoded
+    assert "latin1.txt:1: café hello" in out
+    assert "\ufffd" not in out
+    res = await grep(ws, engine, pattern="hello", path="nested/deeper")
+    assert "fine.md" in res.output and "only.md" not in res.output and "z.tmp" not in res.output
+    res = await grep(ws, engine, pattern="print", context=1)
+    assert "src/main.py:\n     3│ def main():\n>    4│     print('Hello')\n     5│" in res.output
+    res = await grep(ws, engine, pattern="hello", limit=2)
+    assert res.output.startswith("Found 2 match(es) (limited to 2)")
+    assert res.structured_metadata is not None and res.structured_metadata["truncated"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_never_leaves_the_root(
+    root: Path, ws: Workspace, tmp_path: Path, engine: str
+) -> None:
+    res = await grep(ws, engine, pattern="TOPSEC[R]ET", path=".")
+    assert "TOPSECRET" not in res.output and "secret.txt" not in res.output
+    for path, k in [
+        (str(tmp_path / "ws_secret"), "path_outside_workspace"),
+        ("../ws_secret", "path_outside_workspace"),
+        ("linkdir", "symlink_refused"),
+        ("leak", "symlink_refused"),
+        ("rel/secret.txt", "symlink_refused"),
+        ("a\x00b", "invalid_arguments"),
+    ]:
+        res = await grep(ws, engine, pattern="TOPSEC[R]ET", path=path)
+        assert kind(res) == k, path
+        assert "TOPSECRET" not in res.output
+    res = await grep(ws, engine, pattern="x\x00")
+    assert kind(res) == "invalid_arguments" and "NUL" in res.output
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_argument_errors(grep_tree: Path, ws: Workspace, engine: str) -> None:
+    res = await grep(ws, engine, pattern="hel(lo")
+    assert kind(res) == "invalid_arguments" and "regular expression" in res.output
+    for fp in ["../*.py", "/abs/*.py", "src/*.py", "!*.py"]:
+        res = await grep(ws, engine, pattern="x", file_pattern=fp)
+        assert kind(res) == "invalid_arguments", fp
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_binary_file_given_directly(root: Path, ws: Workspace, engine: str) -> None:
+    (root / "data.txt").write_bytes(b"PK\x03\x04\x14\x00" + bytes(range(256)) * 8)
+    res = await grep(ws, engine, pattern="PK", path="data.txt")
+    assert res.success and "\x00" not in res.output and "ABCDEFGHIJ" not in res.output
+    res = await grep(ws, engine, pattern="PK")
+    assert "\x00" not in res.output and "ABCDEFGHIJ" not in res.output
+
+
+async def test_grep_falls_back_without_rg(
+    grep_tree: Path, ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OCTOS_TOOLS_NO_RG", "1")
+    assert search.find_rg() is None
+    res = await run(search.GrepTool(ws, Config()), ws, {"pattern": "hello"})
+    assert res.success and res.structured_metadata is not None
+    assert res.structured_metadata["engine"] == "python"
