@@ -101,6 +101,9 @@ def serve() -> Iterator[Callable[..., Server]]:
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
             daemon_threads = True
 
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that gave up (timeout tests) is not an error here
+
         httpd = HTTPServer((host, 0), _handler(srv))
         srv.port = httpd.server_address[1]
         threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
@@ -667,3 +670,17 @@ async def test_through_registry(serve: Callable[..., Server], tmp_path: Any) -> 
     web.register(reg, Workspace(tmp_path), cfg)
     ok = await reg.execute("web_fetch", {"url": srv.url("/")})
     assert ok.success and ok.output.endswith("hi there")
+
+
+async def test_whole_fetch_has_a_deadline(serve: Callable[..., Server]) -> None:
+    import time
+
+    def slow(handler: BaseHTTPRequestHandler) -> Route:
+        time.sleep(3)
+        return page("late", "text/plain")
+
+    srv = serve({"/slow": slow})
+    result = await call(
+        fetcher(allow_private_hosts=True, timeout_secs=0.5), {"url": srv.url("/slow")}
+    )
+    assert result.error_kind == "timeout"
