@@ -143,14 +143,17 @@ def test_provider_policy_lookup_order() -> None:
         "claude-sonnet-4",
         by["claude-sonnet-4"],
     )
-    assert resolve_provider_policy(by, "anthropic", "claude-other") == ("anthropic", by["anthropic"])
+    assert resolve_provider_policy(by, "anthropic", "claude-other") == (
+        "anthropic",
+        by["anthropic"],
+    )
     assert resolve_provider_policy(by, "openai", "gpt") is None
     assert resolve_provider_policy({}, "anthropic", "claude-sonnet-4") is None
     # exact keys only: no prefix matching
     assert resolve_provider_policy(by, "anthro", "claude-sonnet") is None
 
 
-_entry_names = st.sampled_from(NAMES + ["other", "web_x", "read_x"])
+_entry_names = st.sampled_from([*NAMES, "other", "web_x", "read_x"])
 
 
 def _entries() -> st.SearchStrategy[str]:
