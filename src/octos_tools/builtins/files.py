@@ -228,9 +228,14 @@ def _stream_lines(
 
     for chunk in chunks():
         last = chunk[-1:]
-        if lineno >= stop or (lineno < start_idx and lineno + chunk.count(b"\n") < start_idx):
+        if lineno >= stop:
             lineno += chunk.count(b"\n")
             continue
+        if lineno < start_idx:
+            newlines = chunk.count(b"\n")
+            if lineno + newlines < start_idx:
+                lineno += newlines
+                continue
         pos = 0
         n = len(chunk)
         while pos < n:
