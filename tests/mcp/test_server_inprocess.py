@@ -1,0 +1,142 @@
+"""The MCP server in process (the SDK's in-memory transport): progress forwarding, result
+conversion, Exclusive serialisation and list_changed on LRU eviction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from mcp import Client
+from octos_tools.context import ToolContext
+from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.function_tool import tool
+from octos_tools.lifecycle import ToolLifecycle
+from octos_tools.mcp.server import OctosMcpServer, is_loopback, result_to_mcp
+from octos_tools.registry import ToolRegistry
+from octos_tools.tool import ToolResult
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+async def slow_count(ctx: ToolContext, n: int) -> str:
+    """Count to n, reporting progress.
+
+    Args:
+        n: how far.
+    """
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+    return f"counted to {n}"
+
+
+@tool
+def broken(reason: str) -> str:
+    """Always fails.
+
+    Args:
+        reason: why.
+    """
+    raise ToolError(ErrorKind.NOT_FOUND, f"nothing here: {reason}")
+
+
+active = 0
+peak = 0
+
+
+@tool(concurrency="exclusive")
+async def write_like(tag: str) -> str:
+    """Pretend to write.
+
+    Args:
+        tag: a label.
+    """
+    global active, peak
+    active += 1
+    peak = max(peak, active)
+    await anyio.sleep(0.05)
+    active -= 1
+    return tag
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    for t in (slow_count, broken, write_like):
+        registry.register(t)
+    return registry
+
+
+async def test_progress_and_results() -> None:
+    server = OctosMcpServer(_registry())
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(server.server, mode="legacy") as client:
+        listing = await client.list_tools()
+        names = [t.name for t in listing.tools]
+        assert names == ["slow_count", "broken", "write_like"]
+        ann = {t.name: t.annotations for t in listing.tools}
+        assert ann["write_like"] is not None and ann["write_like"].destructive_hint is True
+        result = await client.call_tool("slow_count", {"n": 3}, progress_callback=on_progress)
+        assert not result.is_error
+        assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        failed = await client.call_tool("broken", {"reason": "x"})
+        assert failed.is_error
+        text = failed.content[0]
+        assert isinstance(text, types.TextContent)
+        assert text.text == "Error [not_found]: nothing here: x"
+        assert failed.structured_content == {
+            "error": {"kind": "not_found", "message": "nothing here: x"}
+        }
+
+        # Exclusive calls never overlap, even when the client sends them together.
+        async with anyio.create_task_group() as tg:
+            for i in range(5):
+                tg.start_soon(client.call_tool, "write_like", {"tag": str(i)})
+        assert peak == 1
+
+
+async def test_eviction_announces_list_changed() -> None:
+    registry = ToolRegistry(lifecycle=ToolLifecycle(max_active=1, idle_threshold=2))
+    for t in (slow_count, broken, write_like):
+        registry.register(t)
+    server = OctosMcpServer(registry)
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server._watch_changes)
+        async with Client(server.server, mode="legacy", message_handler=on_message) as client:
+            first = await client.list_tools()
+            assert len(first.tools) == 3
+            # Second request: the idle tools over max_active are evicted (deferred).
+            second = await client.list_tools()
+            assert len(second.tools) == 1
+            with anyio.fail_after(5):
+                await changed.wait()
+            assert server.announcements >= 1
+        tg.cancel_scope.cancel()
+
+
+def test_result_conversion_and_hosts() -> None:
+    ok = result_to_mcp(ToolResult.ok("done", file_modified="a.txt"))
+    assert not ok.is_error
+    assert ok.structured_content == {"file_modified": "a.txt"}
+    custom = result_to_mcp(
+        ToolResult.failure(ErrorKind.TIMEOUT, "too slow", output="partial output")
+    )
+    assert custom.is_error
+    first = custom.content[0]
+    assert isinstance(first, types.TextContent)
+    assert first.text == "Error [timeout]: too slow\n\npartial output"
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("127.1.2.3")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
