@@ -494,3 +494,57 @@ async def test_diff_edit_keeps_crlf_and_missing_final_newline(root: Path, ws: Wo
     f.write_bytes(b"x\ny")
     res = await call(files.DiffEditTool, ws, {"path": "w.txt", "diff": "@@ -2 +2,2 @@\n y\n+z\n"})
     assert res.success and f.read_bytes() == b"x\ny\nz"
+
+
+# ------------------------------------------------------------------ policy (BC-30 class)
+
+
+@pytest.mark.parametrize(
+    ("allow", "deny"),
+    [
+        (["group:fs", "exec_command", "web_*"], ["exec_*", "write_file"]),
+        (["web_*", "exec_command", "group:fs"], ["write_file", "exec_*"]),
+    ],
+)
+async def test_policy_names_file_tools_by_group(
+    root: Path, ws: Workspace, allow: list[str], deny: list[str]
+) -> None:
+    from octos_tools.builtins import search
+    from octos_tools.policy import ToolPolicy
+    from octos_tools.registry import ToolRegistry
+
+    reg = ToolRegistry(workspace=ws)
+    files.register(reg, ws, Config())
+    search.register(reg, ws, Config())
+    reg.apply_policy(ToolPolicy(allow=allow, deny=deny))
+    (root / "e.txt").write_text("e1\n")
+    res = await reg.execute("write_file", {"path": "w.txt", "content": "x"})
+    assert kind(res) == "policy_denied" and not (root / "w.txt").exists()
+    res = await reg.execute("list_dir", {"path": "."})
+    assert kind(res) == "policy_denied" and "e.txt" not in res.output
+    res = await reg.execute("edit_file", {"path": "e.txt", "old_string": "e1", "new_string": "e2"})
+    assert res.success and (root / "e.txt").read_text() == "e2\n"
+    res = await reg.execute("diff_edit", {"path": "e.txt", "diff": "@@ -1 +1 @@\n-e2\n+e3\n"})
+    assert res.success and (root / "e.txt").read_text() == "e3\n"
+    assert (await reg.execute("read_file", {"path": "e.txt"})).success
+
+
+# ------------------------------------------------------------------ sizes (BC-22 class)
+
+
+async def test_large_writes_are_complete_and_measured_in_bytes(root: Path, ws: Workspace) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    reg = ToolRegistry(workspace=ws)
+    files.register(reg, ws, Config())
+    raw = '{"path":"bg1.txt","content":"' + "a" * 69_999 + '\\n"}'
+    res = await reg.execute("write_file", raw)
+    assert res.success and "70,000 bytes" in res.output
+    assert (root / "bg1.txt").read_bytes() == b"a" * 69_999 + b"\n"
+    raw = '{"path":"bg5.txt","content":"' + "é" * 400_000 + '"}'
+    res = await reg.execute("write_file", raw)
+    assert res.success and "800,000 bytes" in res.output
+    assert (root / "bg5.txt").read_bytes() == "é".encode() * 400_000
+    raw = '{"path":"bg3.txt","content":"' + "a" * 1_048_546 + '"}'
+    res = await reg.execute("write_file", raw)
+    assert kind(res) == "args_too_large" and not (root / "bg3.txt").exists()
