@@ -1,0 +1,227 @@
+"""Benchmark: ``octos-tools serve`` vs the reference ``@modelcontextprotocol/server-filesystem``.
+
+Both servers run over stdio on the same copy of this repository's ``src/`` tree and are
+driven by the official ``mcp`` Python client (handshake protocol, ``mode="legacy"``, the
+only era the reference server speaks; our server is also measured on 2026-07-28).
+Measured, side by side in one run:
+
+* process start to ready: spawn → ``initialize`` done → first ``tools/list`` answered
+  (median of ``--starts`` runs);
+* calls per second, sequential on one connection, after a warm-up:
+
+  ======  ===============================  ======================================
+  op      octos-tools                      reference
+  ======  ===============================  ======================================
+  read    ``read_file`` (one .py file)     ``read_text_file``
+  list    ``list_dir`` (one directory)     ``list_directory``
+  search  ``glob`` ``**/*.py``             ``search_files`` ``**/*.py``
+  edit    ``edit_file`` (toggle a string)  ``edit_file`` (toggle the same string)
+  grep    ``grep`` (content, ``rg``)       (no counterpart)
+  ======  ===============================  ======================================
+
+The reference server is installed with ``npm install`` into a temporary folder (never
+committed, removed afterwards unless ``--npm-dir`` names a folder to reuse).
+
+Run::
+
+    .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--npm-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "@modelcontextprotocol/server-filesystem"
+
+
+def install_reference(npm_dir: Path) -> tuple[Path, str]:
+    """``npm install`` the reference server into ``npm_dir``; returns (entry, version)."""
+    entry = npm_dir / "node_modules" / "@modelcontextprotocol" / "server-filesystem"
+    if not (entry / "dist" / "index.js").exists():
+        npm_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(npm_dir), PACKAGE],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=600,
+        )
+    version = json.loads((entry / "package.json").read_text())["version"]
+    return entry / "dist" / "index.js", version
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+class Target:
+    """One server under test: how to start it and how to express each operation."""
+
+    def __init__(
+        self,
+        label: str,
+        params: StdioServerParameters,
+        ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]],
+        mode: str = "legacy",
+    ) -> None:
+        self.label = label
+        self.params = params
+        self.ops = ops
+        self.mode = mode
+
+
+def octos_target(tree: Path, mode: str) -> Target:
+    edit_path = "src/octos_tools/lifecycle.py"
+
+    def edit(i: int) -> tuple[str, dict[str, Any]]:
+        a, b = "Pure bookkeeping", "Pure BOOKKEEPING"
+        old, new = (a, b) if i % 2 == 0 else (b, a)
+        return "edit_file", {"path": edit_path, "old_string": old, "new_string": new}
+
+    ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
+        "read": lambda i: ("read_file", {"path": "src/octos_tools/registry.py"}),
+        "list": lambda i: ("list_dir", {"path": "src/octos_tools"}),
+        "search": lambda i: ("glob", {"pattern": "**/*.py"}),
+        "edit": edit,
+        "grep": lambda i: ("grep", {"pattern": "def execute", "path": "src"}),
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "octos_tools", "serve", "--workspace", str(tree)],
+        cwd=str(tree),
+    )
+    label = "octos-tools" if mode == "legacy" else f"octos-tools ({mode})"
+    return Target(label, params, ops, mode)
+
+
+def reference_target(tree: Path, entry: Path, version: str) -> Target:
+    edit_path = str(tree / "src/octos_tools/lifecycle.py")
+
+    def edit(i: int) -> tuple[str, dict[str, Any]]:
+        a, b = "Pure bookkeeping", "Pure BOOKKEEPING"
+        old, new = (a, b) if i % 2 == 0 else (b, a)
+        return "edit_file", {"path": edit_path, "edits": [{"oldText": old, "newText": new}]}
+
+    ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
+        "read": lambda i: ("read_text_file", {"path": str(tree / "src/octos_tools/registry.py")}),
+        "list": lambda i: ("list_directory", {"path": str(tree / "src/octos_tools")}),
+        "search": lambda i: ("search_files", {"path": str(tree), "pattern": "**/*.py"}),
+        "edit": edit,
+    }
+    params = StdioServerParameters(command="node", args=[str(entry), str(tree)], cwd=str(tree))
+    return Target(f"server-filesystem {version}", params, ops)
+
+
+async def time_start(target: Target) -> float:
+    """Seconds from spawn to the first ``tools/list`` answered."""
+    started = time.perf_counter()
+    async with Client(target.params, mode=target.mode) as client:
+        await client.list_tools()
+        return time.perf_counter() - started
+
+
+async def rate(client: Client, op: Callable[[int], tuple[str, dict[str, Any]]], n: int) -> float:
+    """Sequential calls per second of ``op`` (``n`` calls after 5 warm-up calls)."""
+    for i in range(5):
+        name, args = op(i)
+        result = await client.call_tool(name, args)
+        if result.is_error:
+            raise RuntimeError(f"{name} failed: {_text(result)[:300]}")
+    started = time.perf_counter()
+    for i in range(n):
+        name, args = op(i + 5)
+        result = await client.call_tool(name, args)
+        if result.is_error:
+            raise RuntimeError(f"{name} failed: {_text(result)[:300]}")
+    return n / (time.perf_counter() - started)
+
+
+async def measure(target: Target, calls: int, starts: int) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    figures["start_s"] = statistics.median([await time_start(target) for _ in range(starts)])
+    async with Client(target.params, mode=target.mode) as client:
+        await client.list_tools()
+        for op_name, op in target.ops.items():
+            n = calls if op_name in ("read", "list") else max(20, calls // 2)
+            figures[op_name] = await rate(client, op, n)
+    return figures
+
+
+def report(results: dict[str, dict[str, float]], ref_label: str) -> str:
+    ops = ["read", "list", "search", "edit", "grep"]
+    labels = list(results)
+    lines = ["| measure | " + " | ".join(labels) + " | octos-tools / reference |"]
+    lines.append("|---" * (len(labels) + 2) + "|")
+    ours = results[labels[0]]
+    ref = results[ref_label]
+    for op in ops:
+        cells = [f"{results[lb][op]:.0f}" if op in results[lb] else "n/a" for lb in labels]
+        ratio = f"{ours[op] / ref[op]:.2f}×" if op in ref and op in ours else "n/a"
+        lines.append(f"| {op} (calls/s) | " + " | ".join(cells) + f" | {ratio} |")
+    cells = [f"{results[lb]['start_s']:.2f}" for lb in labels]
+    ratio = f"{ours['start_s'] / ref['start_s']:.2f}×"
+    lines.append("| start to ready (s) | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    keep = args.npm_dir is not None
+    npm_dir = Path(args.npm_dir) if keep else Path(tempfile.mkdtemp(prefix="octos-bench-npm-"))
+    work = Path(tempfile.mkdtemp(prefix="octos-bench-tree-"))
+    try:
+        entry, version = install_reference(npm_dir)
+        trees = {}
+        for name in ("octos", "octos-modern", "reference"):
+            tree = work / name
+            shutil.copytree(
+                ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__")
+            )
+            trees[name] = tree.resolve()
+        targets = [
+            octos_target(trees["octos"], "legacy"),
+            octos_target(trees["octos-modern"], "auto"),
+            reference_target(trees["reference"], entry, version),
+        ]
+        results: dict[str, dict[str, float]] = {}
+        for target in targets:
+            print(f"measuring {target.label} ...", file=sys.stderr)
+            results[target.label] = await measure(target, args.calls, args.starts)
+        print(report(results, targets[-1].label))
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+        print(
+            f"\n{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, node {node.strip()}, "
+            f"{args.calls} calls (read, list) / {max(20, args.calls // 2)} (others), "
+            f"start = median of {args.starts}"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(npm_dir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="calls per op (read, list)")
+    parser.add_argument("--starts", type=int, default=3, help="start-to-ready samples")
+    parser.add_argument("--npm-dir", help="install (or reuse) the reference server here")
+    anyio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
