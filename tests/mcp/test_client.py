@@ -234,3 +234,45 @@ def test_mounted_tool_names() -> None:
     assert other != "files__read"
     assert other.startswith("files__read_")
     assert mounted_tool_name("files", "read", taken | {other}) not in taken | {other}
+
+
+@pytest.mark.anyio
+async def test_mount_streamable_http_server(tmp_path: Path) -> None:
+    """A ``url`` entry: our own server, served over HTTP in this process, mounted into a
+    second registry (``headers`` are sent along)."""
+    from octos_tools.function_tool import tool
+    from octos_tools.mcp.server import OctosMcpServer
+
+    @tool
+    def shout(text: str) -> str:
+        """Upper-case the text.
+
+        Args:
+            text: the text.
+        """
+        return text.upper()
+
+    inner = ToolRegistry()
+    inner.register(shout)
+    server = OctosMcpServer(inner)
+    ready: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.serve_http("127.0.0.1", 0, on_ready=ready.append))
+        with anyio.fail_after(30):
+            while not ready:
+                await anyio.sleep(0.05)
+        config = Config.from_mapping(
+            {"mcp_servers": {"web1": {"url": ready[0], "headers": {"X-Test": "1"}}}}
+        )
+        outer = _registry(config, tmp_path)
+        async with mount_mcp_servers(outer, config) as mounts:
+            assert mounts.failures == {}
+            assert mounts.tools["web1"] == ["web1__shout"]
+            result = await outer.execute("web1__shout", {"text": "hi"})
+            assert result.success, result.output
+            assert result.output == "HI"
+            assert result.structured_metadata is not None
+            assert result.structured_metadata["mcp_server"] == "web1"
+            bad = await outer.execute("web1__shout", {"text": 5})
+            assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+        tg.cancel_scope.cancel()

@@ -205,10 +205,13 @@ class McpConnection:
         cfg = self.config
         target: Any
         if cfg.url is not None:
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = create_mcp_http_client(headers=dict(cfg.headers) or None)
+            # The SDK's defaults: 30 s to connect/write, 300 s to read (event streams).
+            http = httpx2.AsyncClient(
+                headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+            )
             target = _HttpTransport(streamable_http_client(cfg.url, http_client=http), http)
         else:
             assert cfg.command is not None
