@@ -303,6 +303,14 @@ async def test_cat_session_returns_only_new_output(ws: Workspace, cfg: ShellConf
     assert "beta" in two.output and "alpha" not in two.output
     idle = await call(stdin_tool, {"session_id": sid})
     assert "none since the last read" in idle.output
+    big = await call(stdin_tool, {"session_id": sid, "chars": "z" * 300_000 + "\nEND\n"})
+    assert big.success and "bytes omitted" in big.output
+    tail = big.output
+    for _ in range(10):
+        if "END" in tail:
+            break
+        tail = (await call(stdin_tool, {"session_id": sid, "yield_time_ms": 300})).output
+    assert "END" in tail
     await sessions.aclose()
     unknown = await call(stdin_tool, {"session_id": sid})
     assert unknown.error_kind is ErrorKind.UNKNOWN_SESSION

@@ -542,6 +542,8 @@ class RunningCommand:
                     os.close(fd)
         self.pid = self.proc.pid
         os.set_blocking(self._out_fd, False)
+        if self._in_fd >= 0:
+            os.set_blocking(self._in_fd, False)
         self._loop.add_reader(self._out_fd, self._on_readable)
         return self
 
@@ -620,7 +622,7 @@ class RunningCommand:
         self._drain_now()
         self._close_fds()
 
-    def write(self, data: bytes) -> None:
+    async def write(self, data: bytes) -> None:
         """Write to the command's stdin (a pipe or the terminal).
 
         Raises:
@@ -638,7 +640,7 @@ class RunningCommand:
                     raise ToolError(
                         ErrorKind.PROCESS_FAILED, "the process is not reading its input"
                     ) from None
-                time.sleep(0.01)
+                await asyncio.sleep(0.01)
                 continue
             except OSError as exc:
                 raise ToolError(
@@ -1214,7 +1216,7 @@ class WriteStdinTool(Tool):
                 if not session.proc.running:
                     pass  # the exit is reported below; the input has nowhere to go
                 else:
-                    session.proc.write(chars.encode("utf-8"))
+                    await session.proc.write(chars.encode("utf-8"))
             text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
         finally:
             session.busy = False
