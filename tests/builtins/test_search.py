@@ -320,3 +320,58 @@ async def test_grep_falls_back_without_rg(
     res = await run(search.GrepTool(ws, Config()), ws, {"pattern": "hello"})
     assert res.success and res.structured_metadata is not None
     assert res.structured_metadata["engine"] == "python"
+
+
+# ------------------------------------------------------------------ race
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_during_symlink_swaps_never_shows_outside_lines(
+    tmp_path: Path, engine: str
+) -> None:
+    import threading
+    import time
+
+    root = tmp_path / "race"
+    out = tmp_path / "race_out"
+    (root / "d").mkdir(parents=True)
+    out.mkdir()
+    (root / "d" / "f.txt").write_text("needle inside\n")
+    (out / "f.txt").write_text("needle TOPSECRET\n")
+    ws = Workspace(root)
+    stop = threading.Event()
+    swaps = {"n": 0}
+
+    def swapper() -> None:
+        d, parked = root / "d", root / "parked"
+        while not stop.is_set():
+            os.rename(d, parked)
+            os.symlink(out, d)
+            time.sleep(0.0005)
+            os.unlink(d)
+            os.rename(parked, d)
+            swaps["n"] += 1
+
+    t = threading.Thread(target=swapper)
+    t.start()
+    seen_inside = 0
+    try:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            res = await grep(ws, engine, pattern="needle")
+            assert "TOPSECRET" not in res.output
+            seen_inside += "needle inside" in res.output
+    finally:
+        stop.set()
+        t.join()
+    assert swaps["n"] > 50 and seen_inside > 0
+
+
+def test_rg_hits_are_checked_against_the_workspace(root: Path, ws: Workspace) -> None:
+    good = search._FileHits("notes.txt", {1: ("hello", True)})
+    bad = search._FileHits("notes.txt", {1: ("TOPSECRET", True)})
+    gone = search._FileHits("leak", {1: ("TOPSECRET", True)})
+    assert search._verified(ws, good)
+    assert not search._verified(ws, bad)
+    assert not search._verified(ws, gone)

@@ -556,13 +556,11 @@ def _run_rg(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"invalid file_pattern {q.file_pattern!r}: {_first_lines(err)}",
             )
-    # Keep only files the workspace itself reaches as regular files (no symlink on the way):
-    # a directory swapped for a link while rg walked cannot leak through.
-    kept: list[_FileHits] = []
-    for hits in files:
-        if is_file or _is_plain_file(ws, hits.path):
-            kept.append(hits)
-    if kept is not files:
+    # rg walks by path names. Report only lines that the workspace itself (no-follow, from
+    # the root descriptor) finds in the file: a directory swapped for a link while rg
+    # walked can make rg read outside, but such lines never reach the output.
+    kept = [h for h in files if is_file or _verified(ws, h)]
+    if len(kept) != len(files):
         matches = sum(sum(1 for _, m in h.lines.values() if m) for h in kept)
     for hits in kept:
         _trim_context(hits, q.context)
@@ -579,11 +577,52 @@ def _rg_path(path_obj: JSONObject | None, target: str) -> str:
     return rel
 
 
-def _is_plain_file(ws: Workspace, rel: str) -> bool:
+def _verified(ws: Workspace, hits: _FileHits) -> bool:
+    """Whether every reported line of ``hits`` is in the file as the workspace reads it."""
+    wanted = sorted(hits.lines)
+    if not wanted:
+        return True
     try:
-        return ws.is_file(rel)
-    except PathError:
+        with ws.open_read(hits.path) as fh:
+            head = fh.read(4)
+            if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: rg transcodes
+                data = head + fh.read(_FALLBACK_MAX_FILE_BYTES)
+                text = textcodec.decode(data).text
+                lines = text.split("\n")
+                got = {n: lines[n - 1] if n <= len(lines) else None for n in wanted}
+            else:
+                got = _lines_by_number(fh, head, wanted)
+    except ToolError:
         return False
+    for n in wanted:
+        line = got.get(n)
+        if line is None or textcodec.display(line.rstrip("\r")) != hits.lines[n][0]:
+            return False
+    return True
+
+
+def _lines_by_number(fh: BinaryIO, head: bytes, wanted: list[int]) -> dict[int, str | None]:
+    """Lines ``wanted`` (1-based, split on LF only, like rg) of a byte stream."""
+    need = set(wanted)
+    last = wanted[-1]
+    out: dict[int, str | None] = {}
+    lineno = 1
+    buf = head
+    while True:
+        chunk = fh.read(1 << 20)
+        buf += chunk
+        parts = buf.split(b"\n")
+        buf = parts.pop() if chunk else b""
+        for raw in parts:
+            if lineno in need:
+                out[lineno] = raw.decode("utf-8", "surrogateescape")
+            lineno += 1
+            if lineno > last:
+                return out
+        if not chunk:
+            if buf and lineno in need:
+                out[lineno] = buf.decode("utf-8", "surrogateescape")
+            return out
 
 
 # ------------------------------------------------------------ pure-Python fallback
