@@ -11,6 +11,7 @@ import re
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,15 @@ SERVER = textwrap.dedent(
     server.run()
     '''
 )
+
+
+@pytest.fixture(autouse=True)
+def _restore_groups() -> Iterator[None]:
+    """Mounting registers ``group:mcp:<server>`` process-wide; undo it after each test."""
+    saved = dict(GROUPS)
+    yield
+    GROUPS.clear()
+    GROUPS.update(saved)
 
 
 @pytest.fixture
