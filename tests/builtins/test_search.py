@@ -375,3 +375,13 @@ def test_rg_hits_are_checked_against_the_workspace(root: Path, ws: Workspace) ->
     assert search._verified(ws, good)
     assert not search._verified(ws, bad)
     assert not search._verified(ws, gone)
+
+
+async def test_list_dir_path_defaults_to_root_through_registry(root: Path, ws: Workspace) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    registry = ToolRegistry(ws)
+    search.register(registry, ws, Config())
+    result = await registry.execute("list_dir", "{}")
+    assert result.success, result.output
+    assert "notes.txt" in result.output

@@ -92,10 +92,11 @@ class ListDirTool(WorkspaceTool):
         "properties": {
             "path": {
                 "type": "string",
-                "description": "Directory path, relative to the workspace ('.' for the root).",
+                "description": "Directory path, relative to the workspace (default '.', the "
+                "root).",
             }
         },
-        "required": ["path"],
+        "required": [],
         "additionalProperties": False,
     }
     concurrency_class = ConcurrencyClass.SAFE
