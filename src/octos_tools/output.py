@@ -62,26 +62,35 @@ def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
     return head + marker + tail
 
 
-_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
-        r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
-        r"\bsk-ant-[A-Za-z0-9_\-]{20,}",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
-        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        r"\b(?:ghp|gho|ghs|ghr|ghu)_[A-Za-z0-9]{30,}",
-        r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-        r"\bglpat-[A-Za-z0-9_\-]{20,}",
-        r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",
-        r"\bAIza[0-9A-Za-z_\-]{35}\b",
-        r"(?i)\bbearer\s+[A-Za-z0-9_\-\.=+/]{20,}",
+# (markers, pattern): a pattern runs only when one of its markers occurs in the text (a
+# C-speed substring search), and every pattern starts with a literal so the regex engine can
+# skip ahead; the word boundary before a match is checked in ``_mask`` instead of with a
+# leading ``\b`` (which would disable that optimisation: ~30x slower on source files).
+_SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (markers, re.compile(pattern))
+    for markers, pattern in (
+        (
+            ("PRIVATE KEY-----",),
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
+            r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+        ),
+        (("sk-",), r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+        (("AKIA", "ASIA"), r"A(?:KI|SI)A[0-9A-Z]{16}(?![0-9A-Za-z])"),
+        (("ghp_", "gho_", "ghs_", "ghr_", "ghu_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
+        (("github_pat_",), r"github_pat_[A-Za-z0-9_]{30,}"),
+        (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}"),
+        (("xox",), r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
+        (("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+        (("earer", "EARER"), r"(?i:bearer)\s+[A-Za-z0-9_\-\.=+/]{20,}"),
     )
 )
 
 
 def _mask(match: re.Match[str]) -> str:
     secret = match.group(0)
+    start = match.start()
+    if start and (match.string[start - 1].isalnum() or match.string[start - 1] == "_"):
+        return secret  # inside a longer word (e.g. "task-..."): not a credential
     if secret.startswith("-----BEGIN"):
         return "-----BEGIN PRIVATE KEY----- [credential-redacted] -----END PRIVATE KEY-----"
     if secret[:6].lower() == "bearer":
@@ -100,6 +109,7 @@ def redact_secrets(text: str) -> str:
     """
     if not text:
         return text
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(_mask, text)
+    for markers, pattern in _SECRET_PATTERNS:
+        if any(m in text for m in markers):
+            text = pattern.sub(_mask, text)
     return text
