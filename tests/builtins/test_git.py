@@ -265,6 +265,45 @@ async def test_repository_config_cannot_run_commands(repo: Path, tmp_path: Path)
     assert list(marker.iterdir()) == []
 
 
+async def test_promisor_lazy_fetch_cannot_run_commands(repo: Path, tmp_path: Path) -> None:
+    """A repository config can declare a promisor remote (partial clone) whose upload-pack
+    (or ssh command, or ext:: URL) is a shell command; a missing object then makes
+    show/diff/blame "lazily fetch" it, running that command. Every transport is refused."""
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    blob = sh(repo, "rev-parse", "HEAD:a.txt").strip()
+    obj = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.unlink()
+    for key, value in {
+        "core.repositoryformatversion": "1",
+        "extensions.partialClone": "origin",
+        "remote.origin.url": str(repo),
+        "remote.origin.promisor": "true",
+        "remote.origin.uploadpack": f"sh -c 'touch {marker / 'uploadpack'}; exit 1' #",
+        "protocol.allow": "always",
+        "protocol.file.allow": "always",
+        "protocol.ext.allow": "always",
+    }.items():
+        sh(repo, "config", key, value)
+    (repo / "a.txt").write_text("changed\n")
+    for args in (
+        {"command": "status"},
+        {"command": "diff"},
+        {"command": "diff", "revision": "HEAD"},
+        {"command": "log"},
+        {"command": "show"},
+        {"command": "blame", "path": "a.txt"},
+    ):
+        await run(repo, **args)  # may fail (object missing); must not run anything
+    sh(repo, "config", "remote.origin.url", f"ext::sh -c touch% {marker / 'ext'}")
+    await run(repo, command="show")
+    sh(repo, "config", "remote.origin.url", "ssh://example.invalid/x")
+    sh(repo, "config", "core.sshCommand", f"touch {marker / 'ssh'}; false")
+    await run(repo, command="show")
+    assert sorted(p.name for p in marker.iterdir()) == []
+
+
 async def test_blame_ignore_revs_file_must_be_in_workspace(repo: Path, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRET-LINE\n")

@@ -25,6 +25,9 @@ repository's configuration names:
   read any file), ``color.ui=never``; and for every ``filter.<driver>.clean|smudge|process`` and
   ``diff.<driver>.textconv|command`` the repository defines, an empty value, so no filter or
   diff driver runs (read with ``git config --list`` first, which executes nothing).
+* No transport: ``GIT_ALLOW_PROTOCOL=`` (empty: no protocol, overriding
+  ``protocol.*.allow``) and ``GIT_NO_LAZY_FETCH=1``, so a promisor remote cannot lazily fetch
+  a missing object through an upload-pack, ssh command or ``ext::`` URL the config names.
 * ``--no-pager``, ``--no-ext-diff``, ``--no-textconv``, ``--ignore-submodules=all``.
 * ``blame.ignoreRevsFile`` cannot be cleared (git keeps the list sorted, so an empty entry
   comes first) and git echoes that file's first line in errors: ``blame`` is refused
@@ -129,6 +132,12 @@ def git_environment(extra_config: Sequence[tuple[str, str]] = ()) -> dict[str, s
         GIT_OPTIONAL_LOCKS="0",
         GIT_TERMINAL_PROMPT="0",
         GIT_LITERAL_PATHSPECS="1",
+        # No transport at all: a promisor remote (partial clone) in the repository config
+        # would otherwise "lazily fetch" a missing object through its upload-pack, ssh
+        # command or ext:: URL, i.e. run a command. The empty list allows no protocol
+        # (it overrides protocol.*.allow); GIT_NO_LAZY_FETCH (git >= 2.44) says so directly.
+        GIT_ALLOW_PROTOCOL="",
+        GIT_NO_LAZY_FETCH="1",
         GIT_PAGER="cat",
         PAGER="cat",
         LC_ALL="C",
