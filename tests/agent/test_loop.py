@@ -329,3 +329,18 @@ def test_max_iterations_must_be_positive(workspace: Path) -> None:
     provider = DIALECTS[0].provider("http://127.0.0.1:9")
     with pytest.raises(ValueError, match="max_iterations"):
         Agent(registry, provider, max_iterations=0)
+
+
+@pytest.mark.anyio
+async def test_a_failing_hook_ends_the_run(server: FakeModelServer, workspace: Path) -> None:
+    registry = build_registry(workspace=workspace)
+    dialect = DIALECTS[0]
+    server.script(dialect.text_reply("never seen"))
+
+    def hook(event: AgentEvent) -> None:
+        raise RuntimeError(f"host bug at {event.kind}")
+
+    with pytest.raises(RuntimeError, match="model_request"):
+        await _run(dialect, server, registry, "hi", on_event=hook)
+    assert server.requests == []
+    await registry.aclose()
