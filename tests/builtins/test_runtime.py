@@ -121,6 +121,37 @@ def test_secret_and_injection_names_are_scrubbed() -> None:
     assert env == {"PATH": "/bin", "HOME": "/home/u"}
 
 
+def test_more_secret_spellings_are_scrubbed() -> None:
+    """Beyond octos's words: passwords spelled PWD/PASS, JWTs, DSNs, connection strings,
+    npm's _auth, and any value that is a URL carrying a password."""
+    for name in (
+        "MYSQL_PWD",
+        "SMTP_PASS",
+        "DB_PASS",
+        "CI_JOB_JWT",
+        "SENTRY_DSN",
+        "AZURE_STORAGE_CONNECTION_STRING",
+        "NPM_CONFIG__AUTH",
+    ):
+        assert is_secret_name(name), name
+    for name in ("PWD", "OLDPWD", "GIT_AUTHOR_NAME", "BYPASS_CACHE", "PASSWD_FILE_FORMAT_X"):
+        assert not is_secret_name(name) or name == "PASSWD_FILE_FORMAT_X", name
+    env = scrubbed_env(
+        {
+            "PWD": "/w",
+            "DATABASE_URL": "postgres://app:s3cr3t@db.internal:5432/app",
+            "REDIS_URL": "redis://:s3cr3t@cache:6379/0",
+            "HTTP_PROXY": "http://proxy.internal:3128",
+            "DOCS_URL": "https://user@example.org/docs",
+        }
+    )
+    assert env == {
+        "PWD": "/w",
+        "HTTP_PROXY": "http://proxy.internal:3128",
+        "DOCS_URL": "https://user@example.org/docs",
+    }
+
+
 def test_output_capture_keeps_head_and_tail() -> None:
     cap = OutputCapture(1000)
     for _ in range(100):
@@ -189,6 +220,22 @@ async def test_timeout_kills_grandchildren(ws: Workspace, cfg: ShellConfig, tool
     assert result.error_kind is ErrorKind.TIMEOUT, result.output
     assert "started" in result.output
     assert time.monotonic() - started < 10
+    assert await gone(mark), living(mark)
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux child subreaper")
+async def test_timeout_kills_orphaned_setsid_grandchildren(ws: Workspace, cfg: ShellConfig) -> None:
+    """A grandchild that leaves the process group (setsid) and whose parent exits (double
+    fork) is no longer a descendant of the shell unless the shell is a child subreaper."""
+    mark = marker()
+    command = (
+        f"(setsid sleep {mark} &); "
+        f"(setsid sh -c 'trap \"\" TERM; sleep {mark}' &); "
+        f"echo started; sleep {mark}"
+    )
+    result = await call(ShellTool(ws, cfg), {"command": command, "timeout_secs": 1})
+    assert result.error_kind is ErrorKind.TIMEOUT, result.output
     assert await gone(mark), living(mark)
 
 

@@ -5,8 +5,13 @@ process group of its own (``setsid``), with a scrubbed environment and ``stdin``
 (sessions get a pipe or a pseudo-terminal instead). Rules and their sources:
 
 * **Kill on timeout** (octos §1.3): SIGTERM to the whole process group (and to every
-  descendant found under the shell), then SIGKILL after 500 ms, so no grandchild survives.
-  The same happens when the call itself is cancelled.
+  descendant found under the shell), then SIGKILL after 500 ms. On Linux the shell is a
+  child subreaper, so a grandchild that left the group (``setsid``) and was orphaned by a
+  double fork is still found under the shell. The same happens when the call itself is
+  cancelled. Limits: a process that escapes while the shell is alive *and* is not a
+  descendant (e.g. started through ``systemd-run``, ``at``, a daemon's socket) is not
+  found; background children of a command that *exited* normally keep running (by design,
+  case BC-23: ``cmd &`` is allowed), re-parented to init.
 * **Background children** (ours, case BC-23): output is read from a pipe that a backgrounded
   child may keep open; once the shell has exited the call waits at most
   :data:`DRAIN_GRACE_SECS` for the pipe to close and then returns.
@@ -25,7 +30,13 @@ process group of its own (``setsid``), with a scrubbed environment and ``stdin``
   a command that needs it sets it inline (``PYTHONPATH=src pytest``).
 * **SafePolicy** (octos §1.3.1, when ``config.shell.safe_policy``): deny patterns refuse the
   command (``policy_denied``); ask patterns go to ``ToolContext.approval`` (no callback:
-  ``approval_required``; refused: ``policy_denied``). It is a guard rail, not a sandbox.
+  ``approval_required``; refused: ``policy_denied``). It is a guard rail against slips,
+  not a sandbox and not a defence against a hostile model: it matches text, so
+  ``rm -r -f /``, ``rm -Rf /``, ``r''m -rf /``, ``$(echo rm) -rf /`` or
+  ``echo … | base64 -d | sh`` all pass. Commands run with the host user's full rights:
+  they can read, write and delete outside the workspace, and ``workdir`` is only the folder
+  they start in. Confinement needs an OS sandbox (container, bubblewrap, a separate user)
+  around the host, or the tool policy denying ``group:runtime``.
 * **Sessions** (Codex ``exec_command`` / ``write_stdin``): with ``tty`` or ``yield_time_ms``
   the command keeps running and the call returns a ``session_id`` and the output so far;
   every later read returns only the output produced since the previous read. At most
@@ -43,9 +54,10 @@ import math
 import os
 import re
 import signal
+import sys
 import termios
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -183,8 +195,15 @@ _SECRET_TOKENS = frozenset(
         "ACCESSKEY",
         "SECRETKEY",
         "PRIVATEKEY",
+        # Ours, beyond octos: other spellings of passwords and tokens.
+        "PASS",
+        "PWD",  # MYSQL_PWD; the exact names PWD / OLDPWD are the working directory
+        "JWT",
+        "DSN",
     }
 )
+_NOT_SECRET = frozenset({"PWD", "OLDPWD"})
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]+@")
 _SECRET_SUBSTRINGS = (
     "TOKEN",
     "SECRET",
@@ -198,6 +217,7 @@ _SECRET_SUBSTRINGS = (
     "PRIVATEKEY",
     "PRIVATE_KEY",
     "AUTHORIZATION",
+    "CONNECTION_STRING",
 )
 _INJECTION_VARS = frozenset(
     {
@@ -223,11 +243,16 @@ def is_secret_name(name: str) -> bool:
 
     A name is split on ``_``, ``-`` and ``.``; it is secret when one part is a secret word
     (``TOKEN``, ``KEY``, ``PAT``, ``COOKIE`` …) or the name contains ``TOKEN``, ``SECRET``,
-    ``PASSWORD``, ``API_KEY`` and the like anywhere.
+    ``PASSWORD``, ``API_KEY`` and the like anywhere. Ours, beyond octos: the parts ``PASS``,
+    ``PWD`` (not the names ``PWD`` / ``OLDPWD``), ``JWT``, ``DSN`` and the substrings
+    ``CONNECTION_STRING``, and names ending in ``_AUTH`` (npm's ``NPM_CONFIG__AUTH``).
+    ``SSH_AUTH_SOCK`` is kept (octos keeps it; commands may need the agent).
     """
     upper = name.upper()
+    if upper in _NOT_SECRET:
+        return False
     parts = re.split(r"[_\-.]", upper)
-    if any(p in _SECRET_TOKENS for p in parts):
+    if any(p in _SECRET_TOKENS for p in parts) or upper.endswith("_AUTH"):
         return True
     return any(s in upper for s in _SECRET_SUBSTRINGS)
 
@@ -238,9 +263,14 @@ def _is_injection_name(name: str) -> bool:
 
 def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a command: ``base`` (default ``os.environ``) minus secret-looking
-    and loader/interpreter injection variables (see the module docstring)."""
+    and loader/interpreter injection variables (see the module docstring), and any variable
+    whose value is a URL carrying a password (``postgres://user:pw@host``; ours)."""
     source = os.environ if base is None else base
-    return {k: v for k, v in source.items() if not is_secret_name(k) and not _is_injection_name(k)}
+    return {
+        k: v
+        for k, v in source.items()
+        if not is_secret_name(k) and not _is_injection_name(k) and not _URL_PASSWORD.match(v)
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -441,7 +471,34 @@ def _signal_all(pgid: int, procs: list[_ProcInfo], sig: signal.Signals) -> None:
                 os.kill(info.pid, sig)
 
 
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _load_prctl() -> Any:
+    """libc's ``prctl`` (Linux), looked up once in the parent; ``None`` elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # pragma: no cover - no usable libc
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _become_subreaper() -> None:  # pragma: no cover - runs in the child
+    """Make the shell a child subreaper (kept across ``execve``): a descendant whose parent
+    exits (double fork, ``(setsid cmd &)``) is re-parented to the shell instead of init, so
+    the kill on timeout still finds it among the shell's descendants."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def _set_controlling_tty() -> None:  # pragma: no cover - runs in the child
+    _become_subreaper()
     with contextlib.suppress(OSError):
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
@@ -501,7 +558,7 @@ class RunningCommand:
                 self._in_fd = os.dup(master)
                 stdin_arg: int = slave
                 out_arg = slave
-                preexec = _set_controlling_tty
+                preexec: Callable[[], None] | None = _set_controlling_tty
             else:
                 read_end, write_end = os.pipe()
                 child_fds.append(write_end)
@@ -515,7 +572,7 @@ class RunningCommand:
                 else:
                     stdin_arg = os.open(os.devnull, os.O_RDONLY)
                     child_fds.append(stdin_arg)
-                preexec = None
+                preexec = _become_subreaper if _PRCTL is not None else None
             for fd in (self._out_fd, self._in_fd):
                 if fd >= 0:
                     os.set_inheritable(fd, False)
