@@ -175,6 +175,10 @@ def kind_and_message(args: dict[str, Any]) -> tuple[ErrorKind, str]:
 def test_missing_field_named() -> None:
     kind, message = kind_and_message({})
     assert kind is ErrorKind.INVALID_ARGUMENTS and "'path'" in message
+    # the metadata names the missing field too (it was None)
+    with pytest.raises(ArgumentError) as info:
+        validate_arguments({}, SCHEMA, tool_name="t")
+    assert info.value.details["field"] == "path"
 
 
 def test_wrong_type_named_and_no_coercion() -> None:

@@ -320,6 +320,7 @@ def validate_arguments(
     err = best_match(errors)
     assert err is not None
     path = _field_path(err)
+    field = path
     if err.validator == "required":
         missing = [r for r in err.validator_value if r not in (err.instance or {})]
         field = ".".join(filter(None, [path, missing[0] if missing else ""]))
@@ -342,5 +343,5 @@ def validate_arguments(
     raise ArgumentError(
         ErrorKind.INVALID_ARGUMENTS,
         f"invalid arguments for {tool_name!r}: {message}",
-        field=path or None,
+        field=field or None,
     )
