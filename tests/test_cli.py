@@ -162,3 +162,29 @@ def test_python_dash_m_and_script_agree(ws: Path) -> None:
         timeout=120,
     )
     assert json.loads(proc.stdout)["success"] is True
+
+
+def test_call_says_a_running_session_ends_with_the_call(ws: Path) -> None:
+    # a one-shot call closes its sessions at exit: the CLI must not let "Process running
+    # with session ID" stand alone as if write_stdin could reach it later
+    data = call_json(ws, "exec_command", '{"cmd": "sleep 30", "yield_time_ms": 50}')
+    assert data["structured_metadata"]["running"] is True
+    proc = run("call", "exec_command", '{"cmd": "sleep 30", "yield_time_ms": 50}', "-w", str(ws))
+    err = " ".join(proc.stderr.decode().split())
+    assert proc.returncode == 0 and "still running" in err and "cannot reach it" in err
+    quick = run("call", "exec_command", '{"cmd": "true"}', "-w", str(ws))
+    assert "still running" not in quick.stderr.decode()
+
+
+def test_tools_does_not_list_an_unknown_denied_group_as_a_tool(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"tool_policy": {"deny": ["group:nope", "group:web"]}}))
+    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    names = {row["name"]: row["state"] for row in json.loads(proc.stdout)["tools"]}
+    assert "group:nope" not in names and names["web_fetch"] == "denied"
+
+
+def test_policy_explain_without_provider_policies_says_so(tmp_path: Path) -> None:
+    proc = run("policy", "explain", "shell", "--json")
+    step = json.loads(proc.stdout)["steps"][-1]
+    assert step["policy"] == "tool_policy_by_provider" and "None" not in step["detail"]

@@ -60,7 +60,7 @@ WorkspaceOpt = Annotated[
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Config file (JSON or TOML).")
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 ReadOnlyOpt = Annotated[
     bool, typer.Option("--read-only", help="Remove every tool that can modify anything.")
 ]
@@ -150,6 +150,7 @@ def call(
             await registry.aclose()
 
     result = anyio.run(run)
+    _note_closed_session(result)
     if json_output:
         payload = {
             "success": result.success,
@@ -170,6 +171,20 @@ def call(
         sys.stdout.write(result.output + "\n")
         _err.print(f"[red]{kind}[/red]", highlight=False)
     sys.stdout.flush()
+
+
+def _note_closed_session(result: ToolResult) -> None:
+    """Warn on stderr when a result reports a session still running: the one-shot ``call``
+    closes every session (and kills its processes) when it exits, so it cannot be resumed."""
+    meta = result.structured_metadata or {}
+    if meta.get("running") and meta.get("session_id") is not None:
+        _err.print(
+            f"note: session {meta['session_id']} was still running; this one-shot call has "
+            "ended it (and killed its processes), so a later call cannot reach it. Keep "
+            "sessions across calls with `octos-tools serve` or one ToolRegistry in a program.",
+            highlight=False,
+            markup=False,
+        )
 
 
 async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
@@ -254,6 +269,8 @@ def tools(
         )
     for policy in registry.hard_policies:
         for entry in policy.deny:
+            if entry.startswith("group:") and entry not in GROUPS:
+                continue  # an unknown group matches no tool; it is not a tool name either
             for name in GROUPS.get(entry, (entry,)):
                 if name not in registry and not name.endswith("*"):
                     rows.append(
@@ -346,14 +363,16 @@ def policy_explain(
         cfg.provider_policies(), provider or cfg.provider, model or cfg.model
     )
     if resolved is None:
-        steps.append(
-            {
-                "policy": "tool_policy_by_provider",
-                "allowed": True,
-                "detail": "no entry matches "
-                f"model {model or cfg.model!r} or provider {provider or cfg.provider!r}",
-            }
-        )
+        if not cfg.tool_policy_by_provider:
+            detail = "none configured"
+        elif not (provider or cfg.provider or model or cfg.model):
+            detail = "no --provider or --model given (nor provider / model in the config)"
+        else:
+            detail = (
+                "no entry matches "
+                f"model {model or cfg.model!r} or provider {provider or cfg.provider!r}"
+            )
+        steps.append({"policy": "tool_policy_by_provider", "allowed": True, "detail": detail})
     else:
         key, policy = resolved
         pd = policy.evaluate(tool, check_tags=False)
