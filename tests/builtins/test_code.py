@@ -359,3 +359,12 @@ async def test_through_registry(tmp_path: Path) -> None:
     ]
     bad = await reg.execute("code_structure", {"path": "m.py", "language": "cobol"})
     assert bad.error_kind == "invalid_arguments"
+
+
+async def test_output_is_compact_json() -> None:
+    # pretty-printing cost ~40 % more bytes (tokens) and pushed folder outlines past the
+    # output cap, where the registry's head+tail cut leaves broken JSON
+    result = await run(REPO, path="src/octos_tools/builtins")
+    data = json.loads(result.output)
+    assert "\n" not in result.output and len(data["files"]) > 5
+    assert len(result.output) < 0.7 * len(json.dumps(data, indent=2, ensure_ascii=False))

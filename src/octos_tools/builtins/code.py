@@ -389,9 +389,10 @@ class CodeStructureTool(Tool):
         path = str(args["path"])
         language = args.get("language")
         data = await anyio.to_thread.run_sync(self._outline_path, ws, path, language)
-        return ToolResult.ok(
-            json.dumps(data, indent=2, ensure_ascii=False), structured_metadata=data
-        )
+        # compact JSON: indentation roughly doubled a folder outline and pushed it past the
+        # output cap, where the head+tail cut left the model broken JSON
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return ToolResult.ok(text, structured_metadata=data)
 
     async def execute(self, args: JSONObject) -> ToolResult:
         from ..context import current_context
