@@ -399,3 +399,23 @@ async def test_spawn_only_envelope_and_task_output() -> None:
     assert record.status.value == "completed"
     assert "background hello" in record.output_path.read_text()
     await r.aclose()
+
+
+@pytest.mark.anyio
+async def test_context_permissions_are_enforced_at_execute() -> None:
+    """ToolPermissions.denied_tools / allowed_tools of the call's context refuse a tool
+    before it runs (the documented meaning; octos consults them only in read_file)."""
+    from octos_tools.context import ToolPermissions
+
+    log: list[str] = []
+    r = ToolRegistry()
+    for name in ("a", "b"):
+        r.register(EchoTool(name, log=log))
+    denied = ToolContext(permissions=ToolPermissions(denied_tools=frozenset({"a"})))
+    result = await r.execute("a", {}, denied)
+    assert result.error_kind is ErrorKind.POLICY_DENIED, result.output
+    assert (await r.execute("b", {}, denied)).success
+    only_b = ToolContext(permissions=ToolPermissions(allowed_tools=frozenset({"b"})))
+    assert (await r.execute("a", {}, only_b)).error_kind is ErrorKind.POLICY_DENIED
+    assert (await r.execute("b", {}, only_b)).success
+    assert log == ["start:b", "end:b", "start:b", "end:b"]

@@ -4,7 +4,8 @@ Visible tools = registered − deferred − policy − context filter. :meth:`To
 is cached and rebuilt only after a mutation; :meth:`ToolRegistry.execute` runs one call in
 a fixed order (DESIGN.md §1):
 
-1. policy (hard policies, the provider policy and ``require_tags``) → ``policy_denied``
+1. policy (hard policies, the provider policy and ``require_tags``, then the call context's
+   ``ToolPermissions.denied_tools`` / ``allowed_tools``, literal names) → ``policy_denied``
 2. deferred auto-activation of the tool's first group (deferral saves tokens; it is not a
    permission)
 3. argument size (1 MiB, checked on the raw string before parsing) → ``args_too_large``,
@@ -627,6 +628,13 @@ class ToolRegistry:
         self, name: str, args: str | bytes | Mapping[str, Any] | None, ctx: ToolContext
     ) -> ToolResult:
         self.check_policy(name)
+        if not ctx.permissions.is_tool_allowed(name):
+            raise ToolError(
+                ErrorKind.POLICY_DENIED,
+                f"tool {name!r} is not permitted in this context (its permissions deny it). "
+                "Do not retry it; use another tool.",
+                reason="context_permissions",
+            )
         if name in self._deferred:
             group = first_group_of(name)
             activated = self.activate(group) if group is not None else []

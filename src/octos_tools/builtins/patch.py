@@ -746,7 +746,12 @@ class ApplyPatchTool(Tool):
     async def _delegate(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         registry = self.registry
         tool = registry.get("diff_edit") if registry is not None else None
-        if registry is None or tool is None or not registry.evaluate("diff_edit").allowed:
+        if (
+            registry is None
+            or tool is None
+            or not registry.evaluate("diff_edit").allowed
+            or not ctx.permissions.is_tool_allowed("diff_edit")
+        ):
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
                 "{path, diff} needs the diff_edit tool, which is not available here; "
