@@ -271,6 +271,12 @@ async def test_non_http_schemes_refused(url: str) -> None:
     assert "root:x:" not in text_of(result)
 
 
+async def test_url_without_scheme_says_what_a_url_looks_like() -> None:
+    result = await call(fetcher(), {"url": "example.com/page"})
+    assert result.error_kind == "invalid_arguments"
+    assert "(none)" not in text_of(result) and "https://example.com/page" in text_of(result)
+
+
 @pytest.fixture
 def public_alias(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make the host name ``public.test`` pass the guard and pin it to 127.0.0.1, as a public

@@ -630,11 +630,13 @@ def _parse_url(url: str, *, redirect: bool = False) -> httpx2.URL:
         kind = ErrorKind.HTTP_ERROR if redirect else ErrorKind.INVALID_ARGUMENTS
         raise ToolError(kind, f"invalid {where} {url!r}: {exc}") from None
     if parsed.scheme not in ("http", "https"):
-        scheme = parsed.scheme or "(none)"
         kind = ErrorKind.NETWORK_REFUSED if redirect else ErrorKind.INVALID_ARGUMENTS
-        raise ToolError(
-            kind, f"{where} must use http:// or https://, not {scheme}: {url!r}", url=url
+        problem = (
+            f"not {parsed.scheme}"
+            if parsed.scheme
+            else "it is not an absolute URL (e.g. https://example.com/page)"
         )
+        raise ToolError(kind, f"{where} must use http:// or https://, {problem}: {url!r}", url=url)
     if not parsed.raw_host:
         raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{where} {url!r} has no host")
     return parsed
