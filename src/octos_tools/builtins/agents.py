@@ -99,7 +99,9 @@ class SpawnDelegate(Protocol):
     progress into the task log.
     """
 
-    async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult: ...
+    async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult:
+        """Run the child agent on ``request.task`` to the end and return its final result."""
+        ...
 
 
 @runtime_checkable
