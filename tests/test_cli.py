@@ -188,3 +188,14 @@ def test_policy_explain_without_provider_policies_says_so(tmp_path: Path) -> Non
     proc = run("policy", "explain", "shell", "--json")
     step = json.loads(proc.stdout)["steps"][-1]
     assert step["policy"] == "tool_policy_by_provider" and "None" not in step["detail"]
+
+
+def test_tools_table_never_cuts_a_name_at_80_columns(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    proc = run("tools", "--tokens", "--workspace", str(ws))
+    out = proc.stdout.decode()
+    assert proc.returncode == 0 and "…" not in out
+    for name in ("request_user_input", "read_task_output", "code_structure", "activate_tools"):
+        assert name in out

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import anyio
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -293,9 +294,16 @@ def tools(
         typer.echo(json.dumps(data, indent=2))
         return
     out = Console()
-    table = Table(title=f"octos-tools: {len(registry)} tools registered", title_justify="left")
+    table = Table(
+        title=f"octos-tools: {len(registry)} tools registered",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for col in ("name", "group", "tags", "class", "state"):
-        table.add_column(col)
+        # never cut a name, group, class or state to fit 80 columns: tags wrap instead
+        table.add_column(col, no_wrap=col != "tags")
     if tokens:
         table.add_column("tokens", justify="right")
     seen: set[str] = set()
@@ -306,7 +314,7 @@ def tools(
         cells = [
             row["name"],
             row["group"] or "",
-            ",".join(row["tags"]),
+            ", ".join(row["tags"]),
             row["class"] or "",
             row["state"],
         ]
