@@ -203,3 +203,54 @@ def test_json_encoded_array_and_object_decoded_once() -> None:
     assert "'items'" in message
     # a string field is never decoded
     assert validate_arguments({"path": "[1]"}, SCHEMA, tool_name="t")["path"] == "[1]"
+
+
+def test_number_with_too_many_digits_is_invalid_json_not_a_crash() -> None:
+    """Python refuses to convert integers of over 4,300 digits (CVE-2020-10735 limit):
+    ``json.loads`` raises a plain ValueError, which must become invalid_json."""
+    raw = '{"path": "a", "offset": ' + "9" * 5000 + "}"
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments(raw, tool_name="t")
+    assert info.value.kind is ErrorKind.INVALID_JSON
+    assert "digits" in info.value.message
+
+
+def test_estimate_of_huge_parsed_integer_does_not_crash() -> None:
+    huge = 10**5000
+    size = estimate_json_size({"n": huge})
+    assert 5000 <= size <= 5020
+    assert estimate_json_size({"n": -huge}) >= 5001
+
+
+@pytest.mark.anyio
+async def test_registry_execute_never_raises_on_odd_arguments() -> None:
+    from octos_tools.registry import ToolRegistry
+
+    from .helpers import EchoTool
+
+    registry = ToolRegistry()
+    registry.register(EchoTool("echo"))
+    for raw in (
+        '{"text": ' + "1" * 5000 + "}",
+        {"text": 10**5000},
+        '{"text": "\\ud800"}',
+        '{"text": 1e999999}',
+        '{"text": NaN}',
+    ):
+        result = await registry.execute("echo", raw)  # type: ignore[arg-type]
+        assert not result.success, raw
+        assert result.error_kind in (ErrorKind.INVALID_JSON, ErrorKind.INVALID_ARGUMENTS), (
+            raw,
+            result.output,
+        )
+
+
+def test_lone_surrogates_refused_but_escaped_pairs_accepted() -> None:
+    for raw in ('{"p": "a\\ud800"}', '{"p": ["\\uDFFF"]}', '{"\\udc00": 1}', '{"p": "x\ud800"}'):
+        with pytest.raises(ArgumentError) as info:
+            parse_arguments(raw, tool_name="t")
+        assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+        assert "surrogate" in info.value.message
+    with pytest.raises(ArgumentError):
+        parse_arguments({"p": {"q": "\udc80"}}, tool_name="t")
+    assert parse_arguments('{"p": "\\ud83d\\ude00"}', tool_name="t") == {"p": "\U0001f600"}

@@ -56,6 +56,9 @@ def _scalar_size(value: Any) -> int:
     if isinstance(value, str):
         return _string_size(value)
     if isinstance(value, int):
+        bits = value.bit_length()
+        if bits > 10_000:  # repr() refuses over 4,300 digits; estimate from the bit length
+            return int(bits * math.log10(2)) + 1 + (value < 0)
         return len(int.__repr__(value))
     if isinstance(value, float):
         if math.isnan(value):
@@ -159,6 +162,7 @@ def parse_arguments(
         size = estimate_json_size(raw, limit)
         if size > limit:
             raise _too_large(tool_name, size, limit, exact=False)
+        _refuse_lone_surrogates(raw, tool_name)
         return dict(raw)
     if isinstance(raw, bytes | bytearray):
         if len(raw) > limit:
@@ -194,6 +198,13 @@ def parse_arguments(
         raise ArgumentError(
             ErrorKind.INVALID_JSON, f"arguments for {tool_name!r} are nested too deeply"
         ) from None
+    except ValueError as exc:  # e.g. an integer of over 4,300 digits (Python's own limit)
+        raise ArgumentError(
+            ErrorKind.INVALID_JSON,
+            f"arguments for {tool_name!r} cannot be read: {exc}; they begin: {_preview(text)}",
+        ) from None
+    if _MAYBE_SURROGATE.search(text):
+        _refuse_lone_surrogates(value, tool_name)
     if not isinstance(value, dict):
         raise ArgumentError(
             ErrorKind.INVALID_ARGUMENTS,
@@ -201,6 +212,40 @@ def parse_arguments(
             f"{_json_type_name(value)}: {_preview(text)}",
         )
     return value
+
+
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+"""A ``\\uD800``-``\\uDFFF`` escape or a raw surrogate: the parsed value may hold a lone one."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(value: Any, tool_name: str) -> None:
+    """Refuse a string (or key) holding a lone UTF-16 surrogate: it is not a Unicode
+    character, so no path, command or file content can carry it (ours; JSON's grammar
+    allows the escape). Parsed arguments are also refused for an integer Python cannot
+    print (over 4,300 digits). Iterative, like :func:`estimate_json_size`."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _LONE_SURROGATE.search(item)
+            if found:
+                raise ArgumentError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"arguments for {tool_name!r} hold a lone surrogate "
+                    f"(U+{ord(found.group()):04X} at character {found.start()} of a string), "
+                    "which is not a Unicode character; send the text as UTF-8",
+                )
+        elif isinstance(item, int) and item.bit_length() > 14_000:
+            raise ArgumentError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"arguments for {tool_name!r} hold an integer of over 4,000 digits",
+            )
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
 
 
 def _json_type_name(value: Any) -> str:

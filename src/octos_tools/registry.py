@@ -566,6 +566,12 @@ class ToolRegistry:
             result = await self._execute(name, args, ctx)
         except ToolError as exc:
             result = ToolResult.from_error(exc)
+        except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
+            logger.exception("call of %r failed before it ran", name)
+            result = ToolResult.failure(
+                ErrorKind.INTERNAL_ERROR,
+                f"the call of {name!r} failed before it ran: {type(exc).__name__}: {exc}",
+            )
         return self._post_process(name, result)
 
     def _context_for(self, ctx: ToolContext | None) -> ToolContext:
