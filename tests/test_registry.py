@@ -419,3 +419,29 @@ async def test_context_permissions_are_enforced_at_execute() -> None:
     assert (await r.execute("a", {}, only_b)).error_kind is ErrorKind.POLICY_DENIED
     assert (await r.execute("b", {}, only_b)).success
     assert log == ["start:b", "end:b", "start:b", "end:b"]
+
+
+@pytest.mark.anyio
+async def test_denying_exec_command_also_denies_its_bash_alias() -> None:
+    """``bash`` is the Codex alias of ``exec_command`` (same action): a deny entry that
+    names exec_command must not leave the alias as a way round it (hard and provider)."""
+    log: list[str] = []
+    r = ToolRegistry()
+    for name in ("exec_command", "bash", "read_file"):
+        r.register(EchoTool(name, log=log))
+    removed = r.apply_policy(ToolPolicy(deny=["exec_command"]))
+    assert set(removed) == {"exec_command", "bash"}
+    assert (await r.execute("bash", {})).error_kind is ErrorKind.POLICY_DENIED
+
+    soft = ToolRegistry()
+    for name in ("exec_command", "bash", "read_file"):
+        soft.register(EchoTool(name, log=log))
+    soft.set_provider_policy(ToolPolicy(deny=["exec_command"]))
+    assert (await soft.execute("bash", {})).error_kind is ErrorKind.POLICY_DENIED
+    assert "bash" not in soft.visible_names()
+    only_bash_denied = ToolRegistry()
+    for name in ("exec_command", "bash"):
+        only_bash_denied.register(EchoTool(name, log=log))
+    only_bash_denied.apply_policy(ToolPolicy(deny=["bash"]))
+    assert only_bash_denied.names() == ["exec_command"]
+    assert log == []

@@ -64,7 +64,12 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _EQUIVALENT_NAMES: dict[str, tuple[str, ...]] = {
     "spawn_agent": ("spawn_agent", "spawn"),
     "wait_agent": ("wait_agent", "read_task_output"),
+    "bash": ("bash", "exec_command"),
 }
+_DENY_ALIASES: dict[str, tuple[str, ...]] = {"bash": ("exec_command",)}
+"""Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
+a hard policy whose deny entry names the original denies the alias too, so an alias is
+never a way round a deny list (ours)."""
 
 SPAWN_ONLY_READ_MODES = ("head", "tail", "grep", "line_range", "file")
 
@@ -259,7 +264,7 @@ class ToolRegistry:
         if policy.is_empty():
             return []
         self._hard_policies.append(policy)
-        removed = [n for n in self._tools if not policy.is_allowed(n)]
+        removed = [n for n in self._tools if not _hard_verdict(policy, n, ()).allowed]
         for name in removed:
             del self._tools[name]
         self._prune_markers()
@@ -315,7 +320,7 @@ class ToolRegistry:
         tool = self._tools.get(name)
         tags: Sequence[str] = tool.tags if tool is not None else ()
         for policy in self._hard_policies:
-            decision = policy.evaluate(name, tags)
+            decision = _hard_verdict(policy, name, tags)
             if not decision.allowed:
                 return decision
         provider = self._provider_policy
@@ -766,6 +771,24 @@ class ToolRegistry:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _hard_verdict(policy: ToolPolicy, name: str, tags: Sequence[str]) -> PolicyDecision:
+    """``policy.evaluate(name, tags)``, also denying an alias whose original the policy's
+    deny list names (:data:`_DENY_ALIASES`)."""
+    decision = policy.evaluate(name, tags)
+    if not decision.allowed:
+        return decision
+    for original in _DENY_ALIASES.get(name, ()):
+        other = policy.evaluate(original, check_tags=False)
+        if other.reason is PolicyReason.POLICY_DENY:
+            return PolicyDecision(
+                False,
+                PolicyReason.POLICY_DENY,
+                other.entry,
+                f"{name} is an alias of {original}, which is denied ({other.detail})",
+            )
+    return decision
 
 
 def _declared_outputs(result: ToolResult) -> list[str]:
