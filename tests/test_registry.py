@@ -445,3 +445,33 @@ async def test_denying_exec_command_also_denies_its_bash_alias() -> None:
     only_bash_denied.apply_policy(ToolPolicy(deny=["bash"]))
     assert only_bash_denied.names() == ["exec_command"]
     assert log == []
+
+
+class Leaky(Tool):
+    name = "leaky"
+    description = "puts a credential in its metadata and in an error"
+
+    async def execute(self, args: JSONObject) -> ToolResult:
+        key = "ghp_" + "b" * 36
+        if args.get("fail"):
+            from octos_tools.errors import ToolError
+
+            raise ToolError(ErrorKind.NOT_FOUND, f"no such token {key}")
+        return ToolResult.ok(
+            "ok", structured_metadata={"diff": f"+TOKEN={key}", "files": [{"line": key}], "n": 3}
+        )
+
+
+@pytest.mark.anyio
+async def test_secrets_redacted_in_structured_metadata_and_errors_too() -> None:
+    """structured_metadata reaches the model as well (MCP structuredContent, the CLI's
+    JSON): redaction covers every string in it, and the error message."""
+    r = ToolRegistry()
+    r.register(Leaky())
+    res = await r.execute("leaky", {})
+    dumped = json.dumps(res.to_dict())
+    assert "b" * 36 not in dumped and "credential-redacted" in dumped
+    assert res.structured_metadata is not None and res.structured_metadata["n"] == 3
+    failed = await r.execute("leaky", {"fail": True})
+    assert "b" * 36 not in json.dumps(failed.to_dict())
+    assert failed.error_kind is ErrorKind.NOT_FOUND
