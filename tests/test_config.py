@@ -96,3 +96,27 @@ def test_mcp_server_needs_exactly_one_transport() -> None:
         Config.from_mapping({"mcp_servers": {"x": {"command": "a", "url": "http://h"}}})
     with pytest.raises(ConfigError):
         Config.from_mapping({"mcp_servers": {"bad name": {"command": "a"}}})
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"tool_policy": {"deny": ["group:filesytem"]}},
+        {"tool_policy_by_provider": {"gemini": {"allow": ["group:nope"]}}},
+        {"deferred_groups": ["group:webb"]},
+        {"tool_policy": {"deny": ["group:mcp:other"]}},
+    ],
+)
+def test_misspelt_group_is_an_error(data: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="unknown group"):
+        Config.from_mapping(data)
+
+
+def test_known_and_mcp_groups_accepted() -> None:
+    cfg = Config.from_mapping(
+        {
+            "tool_policy": {"deny": ["group:web", "group:mcp:files"], "allow": ["web_*"]},
+            "mcp_servers": {"files": {"command": "srv"}},
+        }
+    )
+    assert cfg.unknown_groups() == []

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-from .policy import ToolPolicy
+from .policy import GROUPS, ToolPolicy
 
 __all__ = [
     "DEFAULT_BASE_TOOLS",
@@ -236,6 +236,33 @@ class Config(_Model):
             if not name or not all(c.isalnum() or c in "_-" for c in name):
                 raise ValueError(f"MCP server name {name!r} may use only letters, digits, _ and -")
         return v
+
+    def model_post_init(self, __context: Any) -> None:
+        problems = self.unknown_groups()
+        if problems:
+            raise ValueError(
+                "unknown group(s) in a policy: "
+                + ", ".join(f"{where}: {entry!r}" for where, entry in problems)
+                + f". Known groups: {', '.join(sorted(GROUPS))}, and group:mcp:<server> for "
+                "each mcp_servers entry. A misspelt group would silently match nothing."
+            )
+
+    def unknown_groups(self) -> list[tuple[str, str]]:
+        """``(key path, entry)`` of every ``group:`` entry that names no known group."""
+        known = set(GROUPS) | {f"group:mcp:{name}" for name in self.mcp_servers}
+        found: list[tuple[str, str]] = []
+        policies = [("tool_policy", self.tool_policy)] + [
+            (f"tool_policy_by_provider.{key}", p) for key, p in self.tool_policy_by_provider.items()
+        ]
+        for where, policy in policies:
+            for field in ("allow", "deny"):
+                for entry in getattr(policy, field):
+                    if entry.startswith("group:") and entry not in known:
+                        found.append((f"{where}.{field}", entry))
+        for entry in self.deferred_groups:
+            if entry not in known:
+                found.append(("deferred_groups", entry))
+        return found
 
     def provider_policies(self) -> dict[str, ToolPolicy]:
         """``tool_policy_by_provider`` as runtime policies."""
