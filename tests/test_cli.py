@@ -176,12 +176,15 @@ def test_call_says_a_running_session_ends_with_the_call(ws: Path) -> None:
     assert "still running" not in quick.stderr.decode()
 
 
-def test_tools_does_not_list_an_unknown_denied_group_as_a_tool(ws: Path, tmp_path: Path) -> None:
+def test_unknown_denied_group_is_a_usage_error_not_a_tool(ws: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["group:nope", "group:web"]}}))
     proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    assert proc.returncode == 2 and "group:nope" in proc.stderr.decode()
+    cfg.write_text(json.dumps({"tool_policy": {"deny": ["group:web"]}}))
+    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
     names = {row["name"]: row["state"] for row in json.loads(proc.stdout)["tools"]}
-    assert "group:nope" not in names and names["web_fetch"] == "denied"
+    assert names["web_fetch"] == "denied"
 
 
 def test_policy_explain_without_provider_policies_says_so(tmp_path: Path) -> None:
