@@ -202,3 +202,12 @@ def test_tools_table_never_cuts_a_name_at_80_columns(
     assert proc.returncode == 0 and "…" not in out
     for name in ("request_user_input", "read_task_output", "code_structure", "activate_tools"):
         assert name in out
+
+
+def test_tools_lists_wildcard_denied_tools_as_denied(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"tool_policy": {"deny": ["exec_*"]}}))
+    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    rows = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
+    assert rows["exec_command"]["state"] == "denied"
+    assert rows["exec_command"]["class"] == "exclusive"

@@ -475,3 +475,14 @@ async def test_secrets_redacted_in_structured_metadata_and_errors_too() -> None:
     failed = await r.execute("leaky", {"fail": True})
     assert "b" * 36 not in json.dumps(failed.to_dict())
     assert failed.error_kind is ErrorKind.NOT_FOUND
+
+
+def test_removed_by_policy_remembers_class_and_tags() -> None:
+    r = ToolRegistry()
+    r.register(EchoTool("exec_command", exclusive=True, tags=("runtime",)))
+    r.register(EchoTool("read_file"))
+    r.apply_policy(ToolPolicy(deny=["exec_*"]))
+    removed = r.removed_by_policy()
+    assert list(removed) == ["exec_command"]
+    assert removed["exec_command"][0].value == "exclusive"
+    assert removed["exec_command"][1] == ("runtime",)

@@ -30,7 +30,7 @@ from rich.table import Table
 from . import __version__
 from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import GROUPS, PolicyReason, first_group_of, resolve_provider_policy
+from .policy import PolicyReason, first_group_of, resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -268,23 +268,18 @@ def tools(
                 "tokens": spec_tokens,
             }
         )
-    for policy in registry.hard_policies:
-        for entry in policy.deny:
-            if entry.startswith("group:") and entry not in GROUPS:
-                continue  # an unknown group matches no tool; it is not a tool name either
-            for name in GROUPS.get(entry, (entry,)):
-                if name not in registry and not name.endswith("*"):
-                    rows.append(
-                        {
-                            "name": name,
-                            "group": first_group_of(name),
-                            "tags": [],
-                            "class": None,
-                            "state": "denied",
-                            "spawn_only": False,
-                            "tokens": None,
-                        }
-                    )
+    for name, (cls, tags) in registry.removed_by_policy().items():
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tags),
+                "class": cls.value,
+                "state": "denied",
+                "spawn_only": False,
+                "tokens": None,
+            }
+        )
     missing = [{"name": n, "extra": e} for n, e in sorted(MISSING_EXTRAS.items())]
     anyio.run(registry.aclose)
     if json_output:

@@ -151,6 +151,8 @@ class ToolRegistry:
         self._deferred: set[str] = set()
         self._spawn_only: dict[str, str | None] = {}
         self._hard_policies: list[ToolPolicy] = []
+        # name -> (class, tags) of tools a hard policy removed, for hosts' listings
+        self._removed: dict[str, tuple[ConcurrencyClass, tuple[str, ...]]] = {}
         self._provider_policy: ToolPolicy | None = None
         self._context_filter: tuple[str, ...] = ()
         self._specs_cache: list[ToolSpec] | None = None
@@ -266,6 +268,8 @@ class ToolRegistry:
         self._hard_policies.append(policy)
         removed = [n for n in self._tools if not _hard_verdict(policy, n, ()).allowed]
         for name in removed:
+            tool = self._tools[name]
+            self._removed[name] = (tool.concurrency_class, tuple(tool.tags))
             del self._tools[name]
         self._prune_markers()
         self._mutated()
@@ -294,6 +298,11 @@ class ToolRegistry:
     def provider_policy(self) -> ToolPolicy | None:
         """The current provider (soft) policy, or ``None``."""
         return self._provider_policy
+
+    def removed_by_policy(self) -> dict[str, tuple[ConcurrencyClass, tuple[str, ...]]]:
+        """Tools :meth:`apply_policy` removed: ``name -> (concurrency class, tags)``, in
+        removal order (hosts list them as denied)."""
+        return dict(self._removed)
 
     @property
     def hard_policies(self) -> tuple[ToolPolicy, ...]:
@@ -519,6 +528,7 @@ class ToolRegistry:
         new._deferred = set(self._deferred)
         new._spawn_only = {n: m for n, m in self._spawn_only.items() if n in tools}
         new._hard_policies = list(self._hard_policies)
+        new._removed = dict(self._removed)
         new._provider_policy = self._provider_policy
         new._context_filter = self._context_filter
         new.output_dir_hint = self.output_dir_hint
