@@ -486,3 +486,26 @@ def test_removed_by_policy_remembers_class_and_tags() -> None:
     assert list(removed) == ["exec_command"]
     assert removed["exec_command"][0].value == "exclusive"
     assert removed["exec_command"][1] == ("runtime",)
+
+
+@pytest.mark.anyio
+async def test_policy_denied_names_the_policy_that_decided() -> None:
+    r = make("read_file", "write_file", "shell")
+    r.apply_policy(ToolPolicy(deny=["write_file"]), source="read-only mode")
+    r.set_provider_policy(ToolPolicy(deny=["shell"]))
+    res = await r.execute("write_file", {})
+    assert "read-only mode" in res.output
+    assert res.structured_metadata and res.structured_metadata["policy"] == "read-only mode"
+    res = await r.execute("shell", {})
+    assert "provider policy" in res.output
+    assert r.evaluate("read_file").allowed
+
+
+def test_enforce_hard_policies_covers_tools_registered_later() -> None:
+    r = make("read_file")
+    r.apply_policy(ToolPolicy(deny=["srv__*"]))
+    r.register(EchoTool("srv__write"))
+    r.register(EchoTool("srv__read"))
+    assert r.enforce_hard_policies() == ["srv__write", "srv__read"]
+    assert r.names() == ["read_file"]
+    assert "srv__write" in r.removed_by_policy()

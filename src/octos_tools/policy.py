@@ -149,12 +149,15 @@ class PolicyDecision:
         reason: a :class:`PolicyReason`.
         entry: the ``allow`` / ``deny`` entry that decided, or ``None``.
         detail: one sentence a person can read.
+        source: which policy decided (``"tool_policy"``, ``"read-only mode"``,
+            ``"provider policy"``, …), when the caller knows; ``None`` otherwise.
     """
 
     allowed: bool
     reason: PolicyReason
     entry: str | None
     detail: str
+    source: str | None = None
 
     def __bool__(self) -> bool:
         return self.allowed

@@ -115,7 +115,7 @@ def apply_policies(registry: ToolRegistry, config: Config) -> None:
     """Apply the read-only preset, ``tool_policy``, ``context_filter`` and the provider
     policy of ``config`` to ``registry`` (reference §3.6 order)."""
     if config.read_only:
-        registry.apply_policy(read_only_policy(registry))
+        registry.apply_policy(read_only_policy(registry), source="read-only mode")
     registry.apply_policy(config.tool_policy.to_policy())
     if config.context_filter:
         registry.set_context_filter(config.context_filter)

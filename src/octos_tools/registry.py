@@ -151,6 +151,7 @@ class ToolRegistry:
         self._deferred: set[str] = set()
         self._spawn_only: dict[str, str | None] = {}
         self._hard_policies: list[ToolPolicy] = []
+        self._hard_sources: list[str] = []
         # name -> (class, tags) of tools a hard policy removed, for hosts' listings
         self._removed: dict[str, tuple[ConcurrencyClass, tuple[str, ...]]] = {}
         self._provider_policy: ToolPolicy | None = None
@@ -253,12 +254,16 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ policy and filters
 
-    def apply_policy(self, policy: ToolPolicy) -> list[str]:
+    def apply_policy(self, policy: ToolPolicy, *, source: str = "tool_policy") -> list[str]:
         """Hard filter: remove every tool the policy refuses by name (reference §2.2).
 
         The policy is also remembered: calling a removed tool later gives
         ``policy_denied`` (not ``unknown_tool``), and its ``require_tags`` rule is
         enforced at execute. Spawn-only and deferred markers of removed tools are pruned.
+
+        Args:
+            policy: the policy.
+            source: how refusals name this policy (``"tool_policy"``, ``"read-only mode"``).
 
         Returns:
             The names removed.
@@ -266,6 +271,7 @@ class ToolRegistry:
         if policy.is_empty():
             return []
         self._hard_policies.append(policy)
+        self._hard_sources.append(source)
         removed = [n for n in self._tools if not _hard_verdict(policy, n, ()).allowed]
         for name in removed:
             tool = self._tools[name]
@@ -273,6 +279,20 @@ class ToolRegistry:
             del self._tools[name]
         self._prune_markers()
         self._mutated()
+        return removed
+
+    def enforce_hard_policies(self) -> list[str]:
+        """Apply the hard policies again to tools registered after them (mounted MCP tools,
+        plugins): remove every tool one of them refuses. Returns the names removed."""
+        removed: list[str] = []
+        for policy in self._hard_policies:
+            for name in [n for n in self._tools if not _hard_verdict(policy, n, ()).allowed]:
+                tool = self._tools.pop(name)
+                self._removed[name] = (tool.concurrency_class, tuple(tool.tags))
+                removed.append(name)
+        if removed:
+            self._prune_markers()
+            self._mutated()
         return removed
 
     def retain(self, predicate: Callable[[str], bool]) -> list[str]:
@@ -328,27 +348,28 @@ class ToolRegistry:
         """
         tool = self._tools.get(name)
         tags: Sequence[str] = tool.tags if tool is not None else ()
-        for policy in self._hard_policies:
+        for policy, source in zip(self._hard_policies, self._hard_sources, strict=True):
             decision = _hard_verdict(policy, name, tags)
             if not decision.allowed:
-                return decision
+                return replace(decision, source=source)
         provider = self._provider_policy
         if provider is None:
             return PolicyDecision(True, PolicyReason.ALLOWED_NO_ALLOW_LIST, None, "no policy")
         policy = provider
         candidates = _EQUIVALENT_NAMES.get(name, (name,))
+        label = "provider policy"
         for candidate in candidates:
             decision = policy.evaluate(candidate, check_tags=False)
             if decision.reason is PolicyReason.POLICY_DENY:
-                return decision
+                return replace(decision, source=label)
         allowed = [policy.evaluate(c, check_tags=False) for c in candidates]
         verdict = next((d for d in allowed if d.allowed), allowed[0])
         if not verdict.allowed:
-            return verdict
+            return replace(verdict, source=label)
         tag_decision = policy.evaluate(name, tags)
         if tag_decision.reason is PolicyReason.MISSING_REQUIRED_TAG:
-            return tag_decision
-        return verdict
+            return replace(tag_decision, source=label)
+        return replace(verdict, source=label)
 
     def _passes_filter(self, tool: Tool) -> bool:
         if not self._context_filter or not tool.tags:
@@ -528,6 +549,7 @@ class ToolRegistry:
         new._deferred = set(self._deferred)
         new._spawn_only = {n: m for n, m in self._spawn_only.items() if n in tools}
         new._hard_policies = list(self._hard_policies)
+        new._hard_sources = list(self._hard_sources)
         new._removed = dict(self._removed)
         new._provider_policy = self._provider_policy
         new._context_filter = self._context_filter
@@ -613,10 +635,11 @@ class ToolRegistry:
         if not decision.allowed:
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
-                f"tool {name!r} is not allowed by the tool policy: {decision.detail}. "
-                "Do not retry it; use another tool.",
+                f"tool {name!r} is not allowed by the {decision.source or 'tool policy'}: "
+                f"{decision.detail}. Do not retry it; use another tool.",
                 reason=decision.reason.value,
                 entry=decision.entry,
+                policy=decision.source,
             )
 
     def prepare_arguments(

@@ -50,7 +50,7 @@ import mcp_types as types
 
 from ..config import Config, McpServerConfig
 from ..errors import ErrorKind, ToolError
-from ..policy import ToolPolicy, register_group
+from ..policy import register_group
 from ..tool import ConcurrencyClass, Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -542,12 +542,10 @@ class McpMounts:
         self.tools[server] = names
         group = f"group:mcp:{server}"
         register_group(group, names, f"Tools of the MCP server {server!r}")
-        for policy in self.registry.hard_policies:
-            # Hard policies remove tools (reference §2.2); apply them to the newcomers too.
-            refused = [n for n in names if not policy.is_allowed(n)]
-            if refused:
-                self.registry.apply_policy(ToolPolicy(deny=refused))
-                self.tools[server] = [n for n in names if n not in refused]
+        # Hard policies remove tools (reference §2.2); apply them to the newcomers too.
+        refused = set(self.registry.enforce_hard_policies())
+        if refused:
+            self.tools[server] = [n for n in names if n not in refused]
         if conn.config.defer:
             self.registry.defer_group(group)
         logger.info("mounted %d tools of MCP server %r", len(self.tools[server]), server)
