@@ -370,3 +370,54 @@ async def test_through_registry(repo: Path) -> None:
     other = Workspace(repo / "src")
     rebound = tool.with_workspace(other)
     assert isinstance(rebound, GitTool) and rebound.workspace is other
+
+
+async def test_subfolder_workspace_hides_commits_and_files_outside(tmp_path: Path) -> None:
+    """Workspace = a folder of a larger repository: log/show/blame/diff never show a commit
+    that only changes files outside it, nor the outside files of a commit touching both."""
+    root = tmp_path / "big"
+    (root / "ws").mkdir(parents=True)
+    sh(root, "init", "-q", "-b", "main")
+    (root / "ws" / "in.txt").write_text("inside 1\n")
+    (root / "secret.txt").write_text("TOP SECRET 1\n")
+    sh(root, "add", ".")
+    both = commit(root, "both sides")
+    (root / "secret.txt").write_text("TOP SECRET 2\n")
+    sh(root, "add", ".")
+    outside = commit(root, "outside only: classified")
+    sh(root, "mv", "secret.txt", "ws/moved.txt")
+    moved = commit(root, "move a file in")
+    ws = root / "ws"
+
+    log = json.loads((await run(ws, command="log")).output)
+    assert [c["message"] for c in log] == ["move a file in", "both sides"]
+    assert "classified" not in (await run(ws, command="log", revision=outside)).output
+
+    hidden = await run(ws, command="show", revision=outside)
+    assert hidden.error_kind == "not_found"
+    assert "classified" not in hidden.output and "SECRET" not in hidden.output
+
+    first = await run(ws, command="show", revision=both)
+    assert first.success, first.output
+    assert "SECRET" not in first.output and "secret.txt" not in first.output
+    assert first.structured_metadata is not None
+    assert first.structured_metadata["files"] == [{"status": "A", "path": "in.txt"}]
+    assert "+inside 1" in first.output
+
+    # A rename from outside shows as a new file; the outside name never appears.
+    rename = await run(ws, command="show", revision=moved)
+    assert rename.structured_metadata is not None
+    assert rename.structured_metadata["files"] == [{"status": "A", "path": "moved.txt"}]
+    assert "secret.txt" not in rename.output
+
+    (root / "secret.txt").write_text("new outside\n")
+    (ws / "in.txt").write_text("inside 2\n")
+    diff = await run(ws, command="diff")
+    assert diff.output.startswith("diff --git a/in.txt b/in.txt"), diff.output
+    assert "outside" not in diff.output
+
+    blame = await run(ws, command="blame", path="moved.txt")
+    assert blame.success and "SECRET 2" in blame.output  # the file's own lines, now inside
+    assert (await run(ws, command="blame", path="../secret.txt")).error_kind == (
+        "path_outside_workspace"
+    )

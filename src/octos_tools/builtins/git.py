@@ -42,7 +42,10 @@ repository's configuration names:
   with ``rev-parse --verify --end-of-options`` before use.
 * ``path`` goes through the workspace (no ``..`` out, no symlinked parent) and is passed as
   a literal pathspec (``GIT_LITERAL_PATHSPECS=1``). When the workspace is a sub-folder of the
-  repository, every command is limited to the workspace.
+  repository, every command is limited to the workspace: git runs in the workspace with the
+  pathspec ``.`` (status, diff, log, show), ``diff``/``show`` take ``--relative`` (paths
+  relative to the workspace, nothing outside it even across a rename), and ``show`` of a
+  commit that changes nothing in the workspace is ``not_found`` (log does not list it).
 
 Error kinds: ``invalid_arguments``, path kinds, ``not_found`` (no repository, unknown
 revision), ``unavailable`` (no git binary), ``timeout``, ``process_failed`` (other git
@@ -476,7 +479,14 @@ def _add_change(lists: dict[str, list[str]], xy: str, path: str) -> None:
 
 
 async def _diff(repo: _Repo, spec: list[str], commit: str | None) -> ToolResult:
-    args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
+    args = [
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--ignore-submodules=all",
+        "--relative",  # workspace-relative paths, as status prints them
+    ]
     if commit is not None:
         args.append(commit)
     run = await _checked(repo, [*args, "--", *spec])
@@ -531,7 +541,15 @@ async def _log(repo: _Repo, spec: list[str], count: int, commit: str | None) -> 
 async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
     meta = await _checked(repo, ["show", "-s", "--no-color", f"--format={_LOG_FORMAT}", commit])
     [info] = _parse_log(meta.out) or [{"hash": commit[:12]}]
-    diff_opts = ["--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"]
+    # --relative: paths relative to the workspace (as status prints them), and nothing
+    # outside it even where a rename or copy crosses the workspace's edge.
+    diff_opts = [
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--ignore-submodules=all",
+        "--relative",
+    ]
     names = await _checked(
         repo, ["show", "--format=", "--name-status", "-z", *diff_opts, commit, "--", *spec]
     )
@@ -549,6 +567,14 @@ async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
         elif i < len(fields):
             files.append({"status": status, "path": fields[i]})
             i += 1
+    if repo.scope and not files and not await _touches_workspace(repo, commit):
+        # The workspace is a sub-folder of a larger repository: a commit that changes
+        # nothing in it is none of the model's business (log does not list it either).
+        raise ToolError(
+            ErrorKind.NOT_FOUND,
+            f"commit {commit[:12]} changes no file inside the workspace (the workspace is a "
+            "folder of a larger repository); use command 'log' to list the commits that do",
+        )
     patch = await _checked(repo, ["show", "--format=", "--patch", *diff_opts, commit, "--", *spec])
     diff = _text(patch.out)
     info = {**info, "hash": commit, "files": files}
@@ -558,6 +584,26 @@ async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
     else:
         info["diff"] = diff
     return ToolResult.ok(json.dumps(info, indent=2, ensure_ascii=False), structured_metadata=info)
+
+
+async def _touches_workspace(repo: _Repo, commit: str) -> bool:
+    """Whether ``commit`` changes anything under the workspace against any of its parents
+    (``-m``: each parent of a merge; ``--root``: a first commit against the empty tree)."""
+    run = await _checked(
+        repo,
+        [
+            "diff-tree",
+            "-r",
+            "-m",
+            "--root",
+            "--name-only",
+            "--no-commit-id",
+            commit,
+            "--",
+            *repo.scope,
+        ],
+    )
+    return bool(run.out.strip())
 
 
 async def _blame(repo: _Repo, path: str, commit: str | None) -> ToolResult:
