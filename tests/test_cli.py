@@ -211,3 +211,14 @@ def test_tools_lists_wildcard_denied_tools_as_denied(ws: Path, tmp_path: Path) -
     rows = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
     assert rows["exec_command"]["state"] == "denied"
     assert rows["exec_command"]["class"] == "exclusive"
+
+
+def test_policy_explain_read_only_unknown_and_visibility(ws: Path) -> None:
+    data = json.loads(
+        run("policy", "explain", "write_file", "-w", str(ws), "--read-only", "--json").stdout
+    )
+    assert data["allowed"] is False and data["decided_by"] == "read-only mode"
+    data = json.loads(run("policy", "explain", "no_such_tool", "-w", str(ws), "--json").stdout)
+    assert data["allowed"] is False and data["steps"][-1]["policy"] == "registry"
+    data = json.loads(run("policy", "explain", "shell", "-w", str(ws), "--json").stdout)
+    assert data["allowed"] is True and "deferred" in data["steps"][-1]["detail"]

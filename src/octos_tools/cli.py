@@ -30,7 +30,7 @@ from rich.table import Table
 from . import __version__
 from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import PolicyReason, first_group_of, resolve_provider_policy
+from .policy import first_group_of, resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -335,23 +335,38 @@ def policy_explain(
     model: Annotated[
         str | None, typer.Option("--model", help="Model id for tool_policy_by_provider.")
     ] = None,
+    workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
+    read_only: ReadOnlyOpt = False,
 ) -> None:
-    """Explain which rule of which policy allows or denies TOOL, and why."""
-    cfg = _load(config)
+    """Explain which rule of which policy allows or denies TOOL, and why.
+
+    The verdict is the registry's own (the same check every call goes through); the steps
+    show each policy in the order they apply, then whether the tool is shown to the model.
+    """
+    cfg = _load(config, read_only)
+    if provider or model:
+        cfg = cfg.model_copy(
+            update={"provider": provider or cfg.provider, "model": model or cfg.model}
+        )
+    registry = _registry(cfg, workspace)
     steps: list[dict[str, Any]] = []
-    allowed = True
+    known = tool in registry or tool in registry.removed_by_policy()
+    tags = list(registry.get(tool).tags) if tool in registry else []  # type: ignore[union-attr]
     if cfg.read_only:
+        removed = registry.removed_by_policy().get(tool)
+        exclusive = removed is not None and removed[0].value == "exclusive"
         steps.append(
             {
                 "policy": "read_only",
-                "allowed": None,
-                "detail": "read-only preset: every Exclusive tool is removed",
+                "allowed": not exclusive,
+                "detail": "read-only preset: "
+                + ("this Exclusive tool is removed" if exclusive else "only Exclusive tools go"),
             }
         )
     hard = cfg.tool_policy.to_policy()
-    d = hard.evaluate(tool, check_tags=False)
+    d = hard.evaluate(tool, tags, check_tags=True)
     steps.append(
         {
             "policy": "tool_policy",
@@ -361,24 +376,20 @@ def policy_explain(
             "detail": d.detail if not hard.is_empty() else "empty policy: allows everything",
         }
     )
-    allowed = allowed and d.allowed
-    resolved = resolve_provider_policy(
-        cfg.provider_policies(), provider or cfg.provider, model or cfg.model
-    )
+    resolved = resolve_provider_policy(cfg.provider_policies(), cfg.provider, cfg.model)
     if resolved is None:
         if not cfg.tool_policy_by_provider:
             detail = "none configured"
-        elif not (provider or cfg.provider or model or cfg.model):
+        elif not (cfg.provider or cfg.model):
             detail = "no --provider or --model given (nor provider / model in the config)"
         else:
-            detail = (
-                "no entry matches "
-                f"model {model or cfg.model!r} or provider {provider or cfg.provider!r}"
-            )
+            detail = f"no entry matches model {cfg.model!r} or provider {cfg.provider!r}"
         steps.append({"policy": "tool_policy_by_provider", "allowed": True, "detail": detail})
     else:
         key, policy = resolved
-        pd = policy.evaluate(tool, check_tags=False)
+        pd = registry.evaluate(tool) if registry.provider_policy is not None else None
+        if pd is None or pd.source != "provider policy":
+            pd = policy.evaluate(tool, tags)
         steps.append(
             {
                 "policy": f"tool_policy_by_provider[{key!r}]",
@@ -386,35 +397,44 @@ def policy_explain(
                 "reason": pd.reason.value,
                 "entry": pd.entry,
                 "detail": pd.detail,
-                "matched_by": "model id" if key == (model or cfg.model) else "provider name",
+                "matched_by": "model id" if key == cfg.model else "provider name",
             }
         )
-        allowed = allowed and pd.allowed
-        if policy.require_tags:
-            steps.append(
-                {
-                    "policy": f"tool_policy_by_provider[{key!r}].require_tags",
-                    "allowed": None,
-                    "detail": f"tagged tools need one of {list(policy.require_tags)}; "
-                    "untagged tools pass",
-                }
-            )
-    verdict = {
+    verdict_decision = registry.evaluate(tool)
+    allowed = known and verdict_decision.allowed
+    if not known:
+        steps.append(
+            {
+                "policy": "registry",
+                "allowed": False,
+                "detail": "no tool of this name is registered (nor removed by a policy)",
+            }
+        )
+    elif allowed:
+        if registry.is_deferred(tool):
+            shown = "deferred: not in the first request; calling it loads its group"
+        elif registry.is_visible(tool):
+            shown = "visible in the tool list"
+        else:
+            shown = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
+        steps.append({"policy": "visibility", "allowed": None, "detail": shown})
+    anyio.run(registry.aclose)
+    result = {
         "tool": tool,
         "allowed": allowed,
+        "decided_by": None if allowed else (verdict_decision.source or "registry"),
         "group": first_group_of(tool),
         "steps": steps,
         "rule": "deny always wins; an empty allow list allows all not denied",
     }
     if json_output:
-        typer.echo(json.dumps(verdict, indent=2))
+        typer.echo(json.dumps(result, indent=2))
         return
     out = Console()
     out.print(f"[bold]{tool}[/bold]: {'[green]allowed' if allowed else '[red]denied'}")
     for step in steps:
         mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
         out.print(f"  {step['policy']}: {mark} - {step['detail']}", highlight=False)
-    _ = PolicyReason
 
 
 @app.command()
