@@ -184,7 +184,8 @@ async def test_tool_search_finds_a_deferred_tool_by_a_description_word() -> None
     match = data["matches"][0]
     assert match["state"] == "deferred"
     assert match["group"] == "group:web"
-    assert "activate_tools" in match["load"]
+    assert "load" not in match  # said once for the whole result, not per match
+    assert "activate_tools" in data["load"]
     assert match["tags"] == ["web"]
     assert data["total"] == len(registry.catalog())
 
@@ -193,7 +194,7 @@ async def test_tool_search_finds_a_deferred_tool_by_a_description_word() -> None
 async def test_tool_search_never_shows_a_policy_denied_tool() -> None:
     registry = _registry()
     registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
-    for query in ("markdown", "web", "web_fetch", ""):
+    for query in ("markdown", "web", "web_fetch", "fetch"):
         data = _json(await _call(registry, "tool_search", {"query": query, "limit": 32}))
         assert "web_fetch" not in [m["name"] for m in data["matches"]]
     data = _json(await _call(registry, "tool_search", {"query": "select:web_fetch,grep"}))
@@ -212,7 +213,7 @@ async def test_tool_search_sees_a_tool_registered_later() -> None:
     after = _json(await _call(registry, "tool_search", {"query": "spreadsheet"}))
     assert [m["name"] for m in after["matches"]] == ["sheet_tool"]
     assert after["matches"][0]["state"] == "active"
-    assert "load" not in after["matches"][0]
+    assert "load" not in after["matches"][0] and "load" not in after
 
 
 @pytest.mark.anyio
@@ -220,10 +221,34 @@ async def test_tool_search_exact_name_first_and_limit_clamped() -> None:
     registry = _registry()
     data = _json(await _call(registry, "tool_search", {"query": "grep"}))
     assert data["matches"][0]["name"] == "grep"
-    many = _json(await _call(registry, "tool_search", {"query": "", "limit": 0}))
-    assert len(many["matches"]) == 1
-    big = _json(await _call(registry, "tool_search", {"query": "", "limit": 1000}))
-    assert len(big["matches"]) == len(registry.catalog())
+    words = "file web search run session page command"
+    few = _json(await _call(registry, "tool_search", {"query": words, "limit": 0}))
+    assert len(few["matches"]) == 1
+    every = score_catalog(registry.catalog(), words)
+    assert len(every) > 8  # more than the default limit, so the clamp to 32 shows
+    big = _json(await _call(registry, "tool_search", {"query": words, "limit": 1000}))
+    assert len(big["matches"]) == len(every)
+
+
+@pytest.mark.anyio
+async def test_tool_search_load_hint_said_once_and_output_compact() -> None:
+    registry = _registry()
+    result = await _call(registry, "tool_search", {"query": "web", "limit": 32})
+    data = _json(result)
+    deferred = [m for m in data["matches"] if m["state"] == "deferred"]
+    assert len(deferred) >= 2
+    assert result.output.count("activate_tools") == 1 and "load" in data
+    assert "\n" not in result.output and ", " not in result.output.split('"matches"')[0]
+    assert result.output == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("tool", "key"), [("tool_search", "query"), ("tool_suggest", "task")])
+@pytest.mark.parametrize("blank", ["", "   "])
+async def test_empty_query_is_refused(tool: str, key: str, blank: str) -> None:
+    result = await _call(_registry(), tool, {key: blank})
+    assert result.error_kind == "invalid_arguments"
+    assert key in result.output
 
 
 @pytest.mark.anyio

@@ -367,14 +367,17 @@ def _summary(description: str) -> str:
     return text[: _SUMMARY_CHARS - 1].rstrip() + "…"
 
 
-def _load_hint(registry: ToolRegistry, entry: CatalogEntry) -> str | None:
-    if entry.state != "deferred":
+def _load_hint(registry: ToolRegistry, entries: Sequence[CatalogEntry]) -> str | None:
+    """How to load the deferred tools among ``entries``, said once per result (it used to be
+    repeated in every deferred match), or ``None`` when none is deferred."""
+    if not any(e.state == "deferred" for e in entries):
         return None
-    direct = "or call it directly: a deferred tool loads on first use"
+    direct = (
+        'a "deferred" tool is not in your tool list yet: call it directly (it loads on first use)'
+    )
     if "activate_tools" in registry and registry.is_visible("activate_tools"):
-        what = f" (loads {entry.group})" if entry.group else ""
-        return f'activate_tools {{"tools": ["{entry.name}"]}}{what}, {direct}'
-    return "call it directly: a deferred tool loads on first use"
+        return f'{direct}, or activate_tools {{"tools": ["name", ...]}} (loads each one\'s group)'
+    return direct
 
 
 def _entry_json(
@@ -392,9 +395,6 @@ def _entry_json(
         item["spawn_only"] = True
     if score is not None:
         item["score"] = score
-    hint = _load_hint(registry, entry)
-    if hint:
-        item["load"] = hint
     if full:
         tool = registry.get(entry.name)
         if tool is not None:
@@ -409,7 +409,7 @@ def _clamp(value: Any, default: int, low: int, high: int) -> int:
 
 
 def _dumps(data: JSONObject) -> str:
-    return json.dumps(data, ensure_ascii=False)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _select(registry: ToolRegistry, spec: str, key: str, query: str) -> ToolResult:
@@ -424,6 +424,9 @@ def _select(registry: ToolRegistry, spec: str, key: str, query: str) -> ToolResu
     }
     if missing:
         data["not_found"] = missing
+    hint = _load_hint(registry, found)
+    if hint:
+        data["load"] = hint
     return ToolResult.ok(
         _dumps(data),
         structured_metadata={"codex_tool": "tool_search", "matches": [e.name for e in found]},
@@ -434,11 +437,14 @@ class ToolSearchTool(Tool):
     """``tool_search {query, limit=8}`` over the live catalog (reference §1.6, ours for
     deferred tools and ``select:``).
 
-    ``limit`` is clamped to 1–32. An empty query lists the first ``limit`` catalog entries;
+    ``limit`` is clamped to 1–32. An empty (or blank) query is refused with
+    ``invalid_arguments`` (ours; octos lists the first ``limit`` entries in registration
+    order, which tells the model nothing), as ``tool_suggest`` refuses an empty task.
     ``select:a,b`` returns exactly those tools with full descriptions and input schemas.
     Results carry ``name``, ``description`` (first 300 characters), ``tags``, ``state``
-    (``active`` / ``deferred`` / ``hidden``), ``group``, ``score`` and, for deferred tools,
-    ``load`` (how to load them). Policy-denied tools are never in the catalog.
+    (``active`` / ``deferred`` / ``hidden``), ``group`` and ``score``; when any result is
+    deferred, one top-level ``load`` says how to load such tools. Policy-denied tools are
+    never in the catalog. Output is compact JSON.
     """
 
     name = "tool_search"
@@ -453,6 +459,7 @@ class ToolSearchTool(Tool):
         "properties": {
             "query": {
                 "type": "string",
+                "minLength": 1,
                 "maxLength": 1000,
                 "description": "Words describing the tool you need, or select:a,b.",
             },
@@ -474,26 +481,33 @@ class ToolSearchTool(Tool):
         """Search the catalog of ``ctx.registry``.
 
         Raises:
-            ToolError: ``not_configured`` without a registry.
+            ToolError: ``not_configured`` without a registry; ``invalid_arguments`` for an
+                empty or blank query/task.
         """
         registry = _registry_of(ctx)
         query = str(args.get(self.key, "")).strip()
+        if not query:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{self.key!r} is empty: give a few words describing the tool you need "
+                "(e.g. 'fetch a web page', 'run tests'), or select:name1,name2 for exact tools",
+            )
         limit = _clamp(args.get("limit"), self.default_limit, 1, 32)
         if query.lower().startswith("select:"):
             return _select(registry, query[len("select:") :], self.key, query)
         catalog = registry.catalog()
-        if not query:
-            chosen = [ScoredEntry(e, 0.0) for e in catalog[:limit]]
-        else:
-            chosen = score_catalog(catalog, query)[:limit]
-        results = [
-            _entry_json(registry, s.entry, score=s.score if query else None, full=False)
-            for s in chosen
-        ]
+        chosen = score_catalog(catalog, query)[:limit]
+        results = [_entry_json(registry, s.entry, score=s.score, full=False) for s in chosen]
         list_key = "matches" if self.key == "query" else "suggestions"
         data: JSONObject = {self.key: query, list_key: results, "total": len(catalog)}
-        if not results and query:
-            data["hint"] = "nothing matched; try other words, or an empty query to list the catalog"
+        hint = _load_hint(registry, [s.entry for s in chosen])
+        if hint:
+            data["load"] = hint
+        if not results:
+            data["hint"] = (
+                "nothing matched; try other or fewer words (a tool's name, or a group word "
+                "such as web, fs, runtime, search)"
+            )
         return ToolResult.ok(
             _dumps(data),
             structured_metadata={
