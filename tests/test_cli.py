@@ -189,8 +189,9 @@ def test_unknown_denied_group_is_a_usage_error_not_a_tool(ws: Path, tmp_path: Pa
 
 def test_policy_explain_without_provider_policies_says_so(tmp_path: Path) -> None:
     proc = run("policy", "explain", "shell", "--json")
-    step = json.loads(proc.stdout)["steps"][-1]
-    assert step["policy"] == "tool_policy_by_provider" and "None" not in step["detail"]
+    steps = json.loads(proc.stdout)["steps"]
+    step = next(s for s in steps if s["policy"] == "tool_policy_by_provider")
+    assert "None" not in step["detail"] and "none configured" in step["detail"]
 
 
 def test_tools_table_never_cuts_a_name_at_80_columns(
