@@ -94,6 +94,27 @@ async def test_status(repo: Path) -> None:
     assert json.loads(clean.output)["modified"] == []
 
 
+async def test_json_outputs_are_compact(repo: Path) -> None:
+    (repo / "a.txt").write_text("changed\n")
+    for command in ("status", "log"):
+        result = await run(repo, command=command)
+        assert result.success and "\n" not in result.output, result.output
+        assert result.output == json.dumps(
+            json.loads(result.output), ensure_ascii=False, separators=(",", ":")
+        )
+
+
+async def test_show_cuts_a_long_diff_with_a_note(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_module, "MAX_SHOW_DIFF_CHARS", 40)
+    result = await run(repo, command="show")
+    header, _, diff = result.output.partition("\n\n")
+    assert json.loads(header)["diff_truncated"] is True
+    assert diff.startswith("diff --git a/src/m.py")
+    assert "diff cut at 40 characters" in diff and "'path'" in diff
+
+
 async def test_status_does_not_write_the_index(repo: Path) -> None:
     index = repo / ".git" / "index"
     (repo / "a.txt").touch()  # stat info differs: a refresh would rewrite the index
@@ -139,16 +160,27 @@ async def test_log_of_empty_repository(tmp_path: Path) -> None:
     assert result.success and json.loads(result.output) == []
 
 
+def show_parts(result: ToolResult) -> tuple[dict[str, Any], str]:
+    """``show`` output: a compact JSON line, then (after a blank line) the diff text."""
+    assert result.success, result.output
+    header, _, diff = result.output.partition("\n\n")
+    data = json.loads(header)
+    assert "\n" not in header and "diff" not in data
+    assert result.structured_metadata == {**data, "diff": result.structured_metadata["diff"]}
+    return {**data, "diff": diff}, diff
+
+
 async def test_show(repo: Path) -> None:
-    head = json.loads((await run(repo, command="show")).output)
+    head, diff = show_parts(await run(repo, command="show"))
     assert head["message"] == "third"
     assert head["files"] == [{"status": "M", "path": "src/m.py"}]
-    assert "-x = 1\n+x = 2" in head["diff"]
+    assert diff.startswith("diff --git a/src/m.py b/src/m.py\n")
+    assert "-x = 1\n+x = 2" in diff
     assert head["hash"] == sh(repo, "rev-parse", "HEAD").strip()
-    second = json.loads((await run(repo, command="show", revision="HEAD~1")).output)
+    second, _ = show_parts(await run(repo, command="show", revision="HEAD~1"))
     assert second["author"] == "Grace Hopper" and "+TWO" in second["diff"]
     sh(repo, "tag", "-a", "v1", "-m", "tag message", "HEAD~2")
-    tagged = json.loads((await run(repo, command="show", revision="v1")).output)
+    tagged, _ = show_parts(await run(repo, command="show", revision="v1"))
     assert tagged["message"] == "first commit"
     assert {f["path"] for f in tagged["files"]} == {"a.txt", "src/m.py"}
 

@@ -8,11 +8,15 @@ are stable; pygit2 needs libgit2 and GitPython itself shells out to ``git``.
 If ``git`` is not on ``PATH`` the tool is still registered (installing git later makes it
 work without a restart) and a call fails with ``unavailable`` saying so.
 
-Outputs follow octos: ``status`` → JSON ``{branch, staged, modified, untracked, conflicted}``;
-``diff`` → unified diff text (working tree against the index; with ``revision``, working
-tree against that commit) or ``No changes.``; ``log`` → JSON list of ``{hash (12 chars),
-author, date, message}``; ``show`` → JSON of one commit with its changed files and diff;
-``blame`` → lines ``<8-char hash> (<author, right-aligned 15>) <line, width 4> | <text>``.
+Outputs follow octos, in compact JSON (no indentation: fewer tokens): ``status`` → JSON
+``{branch, staged, modified, untracked, conflicted}``; ``diff`` → unified diff text (working
+tree against the index; with ``revision``, working tree against that commit) or
+``No changes.``; ``log`` → JSON list of ``{hash (12 chars), author, date, message}``;
+``show`` → one line of JSON about the commit (hash, author, date, message, changed files),
+a blank line, then its diff as plain text (ours: octos puts the diff inside the JSON as one
+escaped string, which is hard to read and costs more tokens; ``structured_metadata`` still
+holds everything, the diff included); ``blame`` → lines
+``<8-char hash> (<author, right-aligned 15>) <line, width 4> | <text>``.
 
 Safety. The model can write files, including ``.git/config``, so git must not run anything a
 repository's configuration names:
@@ -82,7 +86,7 @@ __all__ = ["GitTool", "git_environment", "register", "validate_revision"]
 GIT_TIMEOUT_SECS = 30.0
 #: Bytes of git output read at most (the rest is cut, and the output says so).
 MAX_GIT_OUTPUT = 2_000_000
-#: Characters of diff kept in ``show``'s JSON.
+#: Characters of diff kept in ``show``'s output.
 MAX_SHOW_DIFF_CHARS = 50_000
 #: Entries per ``status`` list.
 MAX_STATUS_ENTRIES = 1000
@@ -214,6 +218,11 @@ async def _git(cwd: str, args: Sequence[str], env: dict[str, str]) -> _Run:
     return _Run(code, b"".join(out), b"".join(err).decode("utf-8", "replace").strip(), cut)
 
 
+def _compact(data: Any) -> str:
+    """JSON without indentation or spaces (model-facing output: fewer tokens)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
@@ -240,7 +249,8 @@ class GitTool(Tool):
         "Read-only git queries in the workspace repository. command: 'status' (JSON: branch, "
         "staged, modified, untracked), 'diff' (unified diff of unstaged changes; with "
         "revision, working tree against that commit), 'log' (JSON list of recent commits, "
-        "`count` of them), 'show' (JSON: one commit, default HEAD, with files and diff), "
+        "`count` of them), 'show' (one commit, default HEAD: a JSON line with its files, "
+        "then its diff), "
         "'blame' (who last changed each line of `path`). `path` limits to a file or folder."
     )
     input_schema: JSONObject = {  # noqa: RUF012
@@ -468,7 +478,7 @@ async def _status(repo: _Repo, spec: list[str]) -> ToolResult:
         data[key] = items[:MAX_STATUS_ENTRIES]
     if truncated:
         data["truncated"] = f"lists cut at {MAX_STATUS_ENTRIES} entries"
-    return ToolResult.ok(json.dumps(data, indent=2, ensure_ascii=False), structured_metadata=data)
+    return ToolResult.ok(_compact(data), structured_metadata=data)
 
 
 def _add_change(lists: dict[str, list[str]], xy: str, path: str) -> None:
@@ -533,7 +543,7 @@ async def _log(repo: _Repo, spec: list[str], count: int, commit: str | None) -> 
         raise ToolError(ErrorKind.PROCESS_FAILED, f"git error: {run.err}")
     commits = _parse_log(run.out)
     return ToolResult.ok(
-        json.dumps(commits, indent=2, ensure_ascii=False),
+        _compact(commits),
         structured_metadata={"commits": commits},
     )
 
@@ -577,13 +587,17 @@ async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
         )
     patch = await _checked(repo, ["show", "--format=", "--patch", *diff_opts, commit, "--", *spec])
     diff = _text(patch.out)
-    info = {**info, "hash": commit, "files": files}
+    header: JSONObject = {**info, "hash": commit, "files": files}
+    note = ""
     if len(diff) > MAX_SHOW_DIFF_CHARS or patch.cut:
-        info["diff"] = diff[:MAX_SHOW_DIFF_CHARS]
-        info["diff_truncated"] = True
-    else:
-        info["diff"] = diff
-    return ToolResult.ok(json.dumps(info, indent=2, ensure_ascii=False), structured_metadata=info)
+        diff = diff[:MAX_SHOW_DIFF_CHARS]
+        header["diff_truncated"] = True
+        note = (
+            f"\n... (diff cut at {MAX_SHOW_DIFF_CHARS} characters; give a 'path' to see the "
+            "changes of one file or folder)"
+        )
+    text = _compact(header) + (f"\n\n{diff.rstrip(chr(10))}{note}" if diff else "")
+    return ToolResult.ok(text, structured_metadata={**header, "diff": diff})
 
 
 async def _touches_workspace(repo: _Repo, commit: str) -> bool:
