@@ -57,6 +57,8 @@ def body(result: ToolResult) -> dict[str, Any]:
     assert result.success, result.output
     data = json.loads(result.output)
     assert isinstance(data, dict)
+    # Compact JSON (no indentation): every agent tool's output is read by the model.
+    assert result.output == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return data
 
 

@@ -202,7 +202,7 @@ def _status(rec: TaskRecord) -> JSONObject:
 
 
 def _json(obj: JSONObject) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=1)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
 def _target(args: JSONObject, tool: str) -> str:
