@@ -37,6 +37,17 @@ async def test_update_plan_stores_and_echoes_once() -> None:
 
 
 @pytest.mark.anyio
+async def test_update_plan_empty_plan_says_cleared_without_a_dangling_colon() -> None:
+    ctx = ToolContext()
+    await UpdatePlanTool().execute_with_context(ctx, {"plan": [{"step": "a", "status": "pending"}]})
+    result = await UpdatePlanTool().execute_with_context(ctx, {"plan": []})
+    assert result.success and result.output == "Plan cleared: it has no steps now."
+    assert ctx.state[PLAN_STATE_KEY]["plan"] == []
+    why = await UpdatePlanTool().execute_with_context(ctx, {"explanation": "done", "plan": []})
+    assert why.output == "done\nPlan cleared: it has no steps now."
+
+
+@pytest.mark.anyio
 async def test_update_plan_rejects_two_in_progress_and_bad_status() -> None:
     registry = ToolRegistry()
     registry.register(UpdatePlanTool())

@@ -97,7 +97,10 @@ class UpdatePlanTool(Tool):
         plan: JSONObject = {"explanation": explanation, "plan": steps}
         ctx.state[PLAN_STATE_KEY] = plan
         done = sum(1 for s in steps if s["status"] == "completed")
-        lines = [f"Plan updated ({done}/{len(steps)} completed):"]
+        if steps:
+            lines = [f"Plan updated ({done}/{len(steps)} completed):"]
+        else:
+            lines = ["Plan cleared: it has no steps now."]
         if explanation:
             lines.insert(0, str(explanation))
         lines.extend(f"{_MARK[s['status']]} {s['step']}" for s in steps)
