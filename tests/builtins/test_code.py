@@ -295,7 +295,54 @@ async def test_directory_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     for i in range(5):
         (tmp_path / f"m{i}.py").write_text(f"def f{i}(): pass\n")
     data = json.loads((await run(tmp_path, path=".")).output)
-    assert len(data["files"]) == 3 and "first 3 files" in data["truncated"]
+    assert len(data["files"]) == 3 and "stopped at 3 files" in data["truncated"]
+    assert data["left_out"] == 2 and data["left_out_folders"] == ["."]
+
+
+async def test_whole_folder_stays_under_the_output_cap_as_valid_json(tmp_path: Path) -> None:
+    """A folder whose outline is far over the 50 000-byte cap: files stop at the byte budget,
+    the JSON stays whole (through the registry's cap) and says what was left out."""
+    from octos_tools.registry import ToolRegistry
+
+    body = "".join(f"def function_number_{i}(argument):\n    return {i}\n" for i in range(60))
+    for folder in ("alpha", "beta", "gamma"):
+        (tmp_path / folder).mkdir()
+        for i in range(20):
+            (tmp_path / folder / f"module_{i:02}.py").write_text(body)
+    ws = Workspace(tmp_path)
+    reg = ToolRegistry(ws)
+    code.register(reg, ws, Config())
+    result = await reg.execute("code_structure", {"path": "."})
+    assert result.success
+    assert len(result.output.encode()) <= code.MAX_DIR_OUTPUT_BYTES
+    data = json.loads(result.output)  # not cut by the registry
+    listed = len(data["files"])
+    assert 0 < listed < 60 and data["left_out"] == 60 - listed
+    assert "narrow 'path'" in data["truncated"] and f"{60 - listed} more" in data["truncated"]
+    assert "gamma" in data["left_out_folders"]
+    assert data["files"][0]["path"] == "alpha/module_00.py"
+
+
+async def test_binary_file_refused_even_with_language(tmp_path: Path) -> None:
+    (tmp_path / "blob").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 4)
+    (tmp_path / "fake.py").write_bytes(b"def f():\x00\x00\x00 pass\n")
+    forced = await run(tmp_path, path="blob", language="python")
+    assert forced.error_kind == "binary_file", forced.output
+    assert (await run(tmp_path, path="fake.py")).error_kind == "binary_file"
+    (tmp_path / "ok.py").write_text("def g(): pass\n")
+    folder = json.loads((await run(tmp_path, path=".")).output)
+    assert [f["path"] for f in folder["files"]] == ["ok.py"]
+    assert folder["skipped"][0]["path"] == "fake.py" and "binary" in folder["skipped"][0]["reason"]
+
+
+async def test_symlinked_folder_refused_as_symlink(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "m.py").write_text("def f(): pass\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real", target_is_directory=True)
+    for args in ({}, {"language": "python"}):
+        result = await run(tmp_path, path="linked", **args)
+        assert result.error_kind == "symlink_refused", result.output
+    assert (await run(tmp_path, path="linked/m.py")).error_kind == "symlink_refused"
 
 
 async def test_refusals(tmp_path: Path) -> None:

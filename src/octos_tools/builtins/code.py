@@ -2,9 +2,13 @@
 
 ``code_structure {path, language?}`` parses a file with tree-sitter and lists its functions
 (and methods, with their class / impl / receiver), classes (and structs, enums, traits,
-interfaces, type aliases), imports and constants, each with 1-based line numbers, as pretty
+interfaces, type aliases), imports and constants, each with 1-based line numbers, as compact
 JSON. A directory gives each supported file under it (hidden folders, ``node_modules``,
-``target``, ``__pycache__`` and virtualenvs skipped; at most :data:`MAX_FILES` files).
+``target``, ``__pycache__`` and virtualenvs skipped; at most :data:`MAX_FILES` files and
+about :data:`MAX_DIR_OUTPUT_BYTES` bytes of output, below the registry's 50 000-byte output
+cap, whose head+tail cut would leave broken JSON: past the budget no more files are added,
+and ``truncated`` / ``left_out`` / ``left_out_folders`` say how many were left out and
+where, so the model can narrow ``path`` or set ``language``).
 
 Grammars come from ``tree-sitter-language-pack==0.13.0``, whose wheel bundles compiled
 grammars (the 1.x line downloads them at run time, which is not acceptable here). Supported:
@@ -17,8 +21,10 @@ Python module-level ``UPPER_CASE`` assignments, JS/TS top-level ``const`` bindin
 not functions, Rust ``const`` / ``static`` items and Go ``const`` specs.
 
 Files are read through the :class:`~octos_tools.workspace.Workspace` (no symlink followed);
-a file over 1 MiB is refused with ``file_too_large`` (octos's limit), and skipped with a note
-when walking a directory.
+a file over 1 MiB is refused with ``file_too_large`` (octos's limit), a binary file (NUL bytes
+or mostly control bytes, :func:`~octos_tools.workspace.text.is_binary`) with ``binary_file``
+even when ``language`` is forced, and a symbolic link (to a file or a folder) with
+``symlink_refused``; when walking a directory such files are skipped with a note.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +41,7 @@ import anyio
 
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..workspace.text import is_binary
 from . import MISSING_EXTRAS
 
 if TYPE_CHECKING:
@@ -45,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXTENSIONS",
     "LANGUAGES",
+    "MAX_DIR_OUTPUT_BYTES",
     "MAX_FILES",
     "MAX_FILE_BYTES",
     "CodeStructureTool",
@@ -56,6 +65,11 @@ __all__ = [
 MAX_FILE_BYTES = 1_048_576
 #: Files listed at most for a directory.
 MAX_FILES = 200
+#: Bytes of compact JSON a directory outline may reach before no more files are added (ours:
+#: leaves room under the registry's default 50 000-byte output cap for the rest of the answer).
+MAX_DIR_OUTPUT_BYTES = 40_000
+#: Left-out files counted at most after the budget is spent (the walk stops there).
+_MAX_LEFT_OUT_COUNT = 10_000
 #: Supported language names (tree-sitter-language-pack grammar names).
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "rust", "go")
 #: File extension → language.
@@ -391,8 +405,7 @@ class CodeStructureTool(Tool):
         data = await anyio.to_thread.run_sync(self._outline_path, ws, path, language)
         # compact JSON: indentation roughly doubled a folder outline and pushed it past the
         # output cap, where the head+tail cut left the model broken JSON
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        return ToolResult.ok(text, structured_metadata=data)
+        return ToolResult.ok(_compact(data), structured_metadata=data)
 
     async def execute(self, args: JSONObject) -> ToolResult:
         from ..context import current_context
@@ -403,6 +416,12 @@ class CodeStructureTool(Tool):
         rel = ws.relpath(path)
         if ws.is_dir(rel):
             return self._outline_dir(ws, rel, language)
+        if stat.S_ISLNK(ws.stat(rel).st_mode):  # not_found / symlinked parent raise here
+            raise ToolError(
+                ErrorKind.SYMLINK_REFUSED,
+                f"{rel!r} is a symbolic link; code_structure does not follow links: give the "
+                "path of the real file or folder",
+            )
         lang = language or _language_of(rel)
         if lang is None:
             raise ToolError(
@@ -415,24 +434,52 @@ class CodeStructureTool(Tool):
     def _outline_dir(self, ws: Workspace, rel: str, language: str | None) -> JSONObject:
         files: list[JSONObject] = []
         skipped: list[JSONObject] = []
-        truncated = False
+        size = 200  # the envelope and the truncation note
+        left_out = 0
+        left_folders: dict[str, None] = {}
+        reason = ""
         for file_rel in _source_files(ws, rel):
             lang = _language_of(file_rel)
             if lang is None or (language is not None and _family(lang) != _family(language)):
                 continue
+            if reason:
+                left_out += 1
+                left_folders.setdefault(file_rel.rpartition("/")[0] or ".")
+                if left_out >= _MAX_LEFT_OUT_COUNT:
+                    break
+                continue
             if len(files) >= MAX_FILES:
-                truncated = True
-                break
+                reason = f"{MAX_FILES} files"
+                left_out, left_folders[file_rel.rpartition("/")[0] or "."] = 1, None
+                continue
             try:
-                files.append({"path": file_rel, **outline(_read(ws, file_rel), lang)})
+                entry: JSONObject = {"path": file_rel, **outline(_read(ws, file_rel), lang)}
+                target = files
             except ToolError as exc:
-                skipped.append({"path": file_rel, "reason": exc.message})
+                entry, target = {"path": file_rel, "reason": exc.message}, skipped
+            entry_size = len(_compact(entry).encode("utf-8")) + 1
+            if size + entry_size > MAX_DIR_OUTPUT_BYTES:
+                reason = f"about {MAX_DIR_OUTPUT_BYTES} bytes of output"
+                left_out, left_folders[file_rel.rpartition("/")[0] or "."] = 1, None
+                continue
+            size += entry_size
+            target.append(entry)
         data: JSONObject = {"path": rel, "files": files}
         if skipped:
             data["skipped"] = skipped
-        if truncated:
-            data["truncated"] = f"only the first {MAX_FILES} files are listed"
+        if reason:
+            more = f"{left_out}+" if left_out >= _MAX_LEFT_OUT_COUNT else str(left_out)
+            data["truncated"] = (
+                f"stopped at {reason}: {more} more source files were left out; narrow 'path' "
+                "to one of left_out_folders (or a single file), or set 'language'"
+            )
+            data["left_out"] = left_out
+            data["left_out_folders"] = list(left_folders)[:20]
         return data
+
+
+def _compact(data: JSONObject) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _family(language: str) -> str:
@@ -446,7 +493,13 @@ def _read(ws: Workspace, rel: str) -> bytes:
             ErrorKind.FILE_TOO_LARGE,
             f"{rel}: file too large to parse: {size} bytes (limit {MAX_FILE_BYTES} bytes, 1 MiB)",
         )
-    return ws.read_bytes(rel, max_bytes=MAX_FILE_BYTES)
+    data = ws.read_bytes(rel, max_bytes=MAX_FILE_BYTES)
+    if is_binary(data):
+        raise ToolError(
+            ErrorKind.BINARY_FILE,
+            f"{rel}: binary file (NUL or control bytes), not source code; nothing to outline",
+        )
+    return data
 
 
 def _source_files(ws: Workspace, rel: str) -> Iterator[str]:
