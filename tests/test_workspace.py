@@ -183,6 +183,33 @@ def test_exists_is_file_is_dir(tree: tuple[Workspace, Path, Path]) -> None:
     assert _kind(ws.exists, "dir_link/key.txt") is ErrorKind.SYMLINK_REFUSED
 
 
+def test_trailing_slash_names_a_folder(tree: tuple[Workspace, Path, Path]) -> None:
+    """POSIX: "file/" is ENOTDIR. The lexical normalisation drops the slash, so the leaf
+    operations check it: a file is not_a_directory, nothing is read, written or deleted."""
+    ws, root, _ = tree
+    for path in ("ok.txt/", "ok.txt/.", "sub/../ok.txt/"):
+        assert _kind(ws.read_bytes, path) is ErrorKind.NOT_A_DIRECTORY
+        assert _kind(ws.open_read, path) is ErrorKind.NOT_A_DIRECTORY
+        assert _kind(ws.stat, path) is ErrorKind.NOT_A_DIRECTORY
+        assert _kind(ws.write_bytes, path, b"x") is ErrorKind.NOT_A_DIRECTORY
+        assert _kind(ws.delete, path) is ErrorKind.NOT_A_DIRECTORY
+        assert not ws.exists(path) and not ws.is_file(path)
+    assert "drop the trailing '/'" in str(_raises(ws.read_bytes, "ok.txt/"))
+    assert (root / "ok.txt").read_text() == "ok\n"
+    assert _kind(ws.write_bytes, "new.txt/", b"x") is ErrorKind.NOT_FOUND
+    assert not (root / "new.txt").exists()
+    assert _kind(ws.read_bytes, "sub/") is ErrorKind.IS_A_DIRECTORY
+    assert ws.is_dir("sub/") and ws.stat("sub/").st_mode & stat.S_IFDIR
+    assert _kind(ws.stat, "inner_link/") is ErrorKind.SYMLINK_REFUSED
+    assert ws.relpath("ok.txt/") == "ok.txt"  # relpath stays pure (no I/O)
+
+
+def _raises(fn: object, *args: object) -> PathError:
+    with pytest.raises(PathError) as info:
+        fn(*args)  # type: ignore[operator]
+    return info.value
+
+
 def test_kinds_for_wrong_types(tree: tuple[Workspace, Path, Path]) -> None:
     ws, root, _ = tree
     assert _kind(ws.read_bytes, "sub") is ErrorKind.IS_A_DIRECTORY

@@ -415,3 +415,9 @@ async def test_output_is_compact_json() -> None:
     data = json.loads(result.output)
     assert "\n" not in result.output and len(data["files"]) > 5
     assert len(result.output) < 0.7 * len(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+async def test_trailing_slash_on_a_file_is_not_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f(): pass\n")
+    assert (await run(tmp_path, path="m.py/")).error_kind == "not_a_directory"
+    assert (await run(tmp_path, path="m.py")).success

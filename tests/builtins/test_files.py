@@ -548,3 +548,17 @@ async def test_large_writes_are_complete_and_measured_in_bytes(root: Path, ws: W
     raw = '{"path":"bg3.txt","content":"' + "a" * 1_048_546 + '"}'
     res = await reg.execute("write_file", raw)
     assert kind(res) == "args_too_large" and not (root / "bg3.txt").exists()
+
+
+async def test_read_file_trailing_slash_on_a_file_is_not_a_directory(
+    ws: Workspace, root: Path
+) -> None:
+    (root / "ok.txt").write_text("fine\n")
+    result = await call(files.ReadFileTool, ws, {"path": "ok.txt/"})
+    assert kind(result) == "not_a_directory" and "fine" not in result.output
+    edit = await call(
+        files.EditFileTool, ws, {"path": "ok.txt/", "old_string": "fine", "new_string": "x"}
+    )
+    assert kind(edit) == "not_a_directory"
+    write = await call(files.WriteFileTool, ws, {"path": "ok.txt/", "content": "x"})
+    assert kind(write) == "not_a_directory" and (root / "ok.txt").read_text() == "fine\n"

@@ -385,3 +385,11 @@ async def test_list_dir_path_defaults_to_root_through_registry(root: Path, ws: W
     result = await registry.execute("list_dir", "{}")
     assert result.success, result.output
     assert "notes.txt" in result.output
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_trailing_slash_on_a_file_is_not_a_directory(ws: Workspace, engine: str) -> None:
+    result = await grep(ws, engine, pattern="hello", path="notes.txt/")
+    assert kind(result) == "not_a_directory"
+    listing = await run(search.ListDirTool(ws, Config()), ws, {"path": "notes.txt/"})
+    assert kind(listing) == "not_a_directory"

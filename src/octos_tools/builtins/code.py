@@ -414,9 +414,11 @@ class CodeStructureTool(Tool):
 
     def _outline_path(self, ws: Workspace, path: str, language: str | None) -> JSONObject:
         rel = ws.relpath(path)
-        if ws.is_dir(rel):
+        if ws.is_dir(path):
             return self._outline_dir(ws, rel, language)
-        if stat.S_ISLNK(ws.stat(rel).st_mode):  # not_found / symlinked parent raise here
+        # The user's path, not rel: "file.py/" is not_a_directory; not_found and a symlinked
+        # parent raise here too.
+        if stat.S_ISLNK(ws.stat(path).st_mode):
             raise ToolError(
                 ErrorKind.SYMLINK_REFUSED,
                 f"{rel!r} is a symbolic link; code_structure does not follow links: give the "

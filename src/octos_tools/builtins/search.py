@@ -911,8 +911,7 @@ class GrepTool(WorkspaceTool):
             limit=max(1, _int_arg(args, "limit") or 50),
             file_pattern=file_pattern,
         )
-        rel = ws.relpath(path)
-        res = await self._in_thread(lambda: self._run(ws, rel, q))
+        res = await self._in_thread(lambda: self._run(ws, path, q))
         text = _format_grep(res, q)
         return ToolResult.ok(
             text,
@@ -925,8 +924,9 @@ class GrepTool(WorkspaceTool):
             },
         )
 
-    def _run(self, ws: Workspace, rel: str, q: _GrepQuery) -> _GrepResult:
-        st = ws.stat(rel)
+    def _run(self, ws: Workspace, path: str, q: _GrepQuery) -> _GrepResult:
+        st = ws.stat(path)  # the user's path: "file.txt/" is not_a_directory
+        rel = ws.relpath(path)
         if stat_mod.S_ISLNK(st.st_mode):
             raise PathError(
                 ErrorKind.SYMLINK_REFUSED, f"{rel} is a symbolic link; grep does not follow it"

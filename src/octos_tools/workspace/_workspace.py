@@ -231,7 +231,14 @@ class Workspace:
                     ErrorKind.IS_A_DIRECTORY, "the workspace root is a directory, not a file"
                 )
             return self._open_root(), None, rel
-        return self._open_dir(parts[:-1], rel, create=create), parts[-1], rel
+        pfd = self._open_dir(parts[:-1], rel, create=create)
+        if _names_folder(path):
+            try:
+                _check_folder_leaf(pfd, parts[-1], rel)
+            except BaseException:
+                os.close(pfd)
+                raise
+        return pfd, parts[-1], rel
 
     # ------------------------------------------------------------------ reading
 
@@ -817,6 +824,40 @@ def _map_leaf_error(exc: OSError, pfd: int, name: str, rel: str) -> PathError:
             f"{rel} is a symbolic link; links are not followed inside the workspace",
         )
     return _map_os_error(exc, rel)
+
+
+def _names_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether the user path ends with ``/`` (or ``/.``): POSIX then requires a directory
+    (``open("file.txt/")`` is ``ENOTDIR``), a rule the lexical normalisation would drop."""
+    text = os.fspath(path)
+    return isinstance(text, str) and (text.endswith("/") or text.endswith("/."))
+
+
+def _check_folder_leaf(pfd: int, name: str, rel: str) -> None:
+    """For a path ending with ``/``: the leaf must be a directory (not followed).
+
+    Raises:
+        PathError: ``not_a_directory`` (a file or other non-directory), ``symlink_refused``,
+            ``not_found``.
+    """
+    try:
+        mode = os.stat(name, dir_fd=pfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        raise PathError(
+            ErrorKind.NOT_FOUND,
+            f"{rel}/ ends with '/', which names a folder, and there is no folder {rel}; "
+            "for a file, drop the trailing '/'",
+        ) from None
+    except OSError as exc:
+        raise _map_os_error(exc, rel) from None
+    if stat_mod.S_ISLNK(mode):
+        raise PathError(ErrorKind.SYMLINK_REFUSED, f"{rel} is a symbolic link; not followed")
+    if not stat_mod.S_ISDIR(mode):
+        what = "a file" if stat_mod.S_ISREG(mode) else _kind_name(mode)
+        raise PathError(
+            ErrorKind.NOT_A_DIRECTORY,
+            f"{rel}/ ends with '/', but {rel} is {what}, not a folder; drop the trailing '/'",
+        )
 
 
 def _open_subdir(fd: int, name: str, rel: str, create: bool) -> int:
