@@ -125,14 +125,36 @@ async def test_read_edge_cases(ws: Workspace, root: Path) -> None:
     assert kind(res) == "not_found"
     (root / "d").mkdir()
     assert kind(await call(files.ReadFileTool, ws, {"path": "d"})) == "is_a_directory"
-    res = await call(files.ReadFileTool, ws, {"path": "two.txt", "start_line": 0})
-    assert res.success and res.output.startswith("1│ a")
+    for bad in ({"start_line": 0}, {"start_line": -3}, {"start_line": 1, "end_line": 0}):
+        res = await call(files.ReadFileTool, ws, {"path": "two.txt", **bad})
+        assert kind(res) == "invalid_arguments" and "numbered from 1" in res.output, res.output
+
+
+async def test_read_line_numbers_below_one_refused_by_the_schema(ws: Workspace, root: Path) -> None:
+    from octos_tools.registry import ToolRegistry
+
+    (root / "two.txt").write_text("a\nb\n")
+    reg = ToolRegistry(ws)
+    files.register(reg, ws, Config())
+    tool = reg.get("read_file")
+    assert tool is not None
+    assert tool.input_schema["properties"]["start_line"]["minimum"] == 1
+    assert tool.input_schema["properties"]["end_line"]["minimum"] == 1
+    res = await reg.execute("read_file", {"path": "two.txt", "start_line": 0})
+    assert kind(res) == "invalid_arguments" and "start_line" in res.output
+    assert (await reg.execute("read_file", {"path": "two.txt", "start_line": 1})).success
 
 
 async def test_read_cuts_long_lines_and_big_output(root: Path, ws: Workspace) -> None:
     (root / "long.txt").write_text("x" * 5000 + "\nshort\n")
     res = await call(files.ReadFileTool, ws, {"path": "long.txt"})
     assert "line cut: 3,000 more characters" in res.output and "2│ short" in res.output
+    # every line is shown, but not all of line 1: the metadata says so
+    assert res.structured_metadata is not None
+    assert res.structured_metadata["truncated"] is True
+    assert res.structured_metadata["lines_cut"] == 1
+    whole = await call(files.ReadFileTool, ws, {"path": "long.txt", "start_line": 2})
+    assert whole.structured_metadata is not None and whole.structured_metadata["lines_cut"] == 0
     (root / "many.txt").write_text("".join(f"{'y' * 90} {i}\n" for i in range(5000)))
     res = await call(files.ReadFileTool, ws, {"path": "many.txt"})
     assert res.success and len(res.output.encode()) <= 50_000

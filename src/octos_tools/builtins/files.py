@@ -277,9 +277,14 @@ class ReadFileTool(WorkspaceTool):
     a note. Binary files fail as ``binary_file`` with their size; files over
     :data:`MAX_FULL_READ_BYTES` need a range and are then streamed (a range near the end of a
     1 GB file reads in bounded memory). Output stays within the tool's budget; a footer
-    names the lines shown and the ``start_line`` of the next part.
+    names the lines shown and the ``start_line`` of the next part. A line longer than
+    :data:`MAX_LINE_CHARS` characters is cut with a marker; ``structured_metadata`` counts
+    such lines in ``lines_cut`` and then says ``truncated: true`` (as for lines outside the
+    range or an output cut). ``start_line`` / ``end_line`` below 1 are ``invalid_arguments``
+    (schema ``minimum: 1``; they used to be taken as 1 silently).
 
-    Source: octos read_file (reference §1.2); empty-file success and range errors are ours.
+    Source: octos read_file (reference §1.2); empty-file success, range errors and
+    ``lines_cut`` are ours.
     """
 
     name = "read_file"
@@ -293,9 +298,14 @@ class ReadFileTool(WorkspaceTool):
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "File path, relative to the workspace."},
-            "start_line": {"type": "integer", "description": "First line to show (1-based)."},
+            "start_line": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to show (1-based: the first line is 1).",
+            },
             "end_line": {
                 "type": "integer",
+                "minimum": 1,
                 "description": "Last line to show (1-based, inclusive).",
             },
         },
@@ -309,7 +319,14 @@ class ReadFileTool(WorkspaceTool):
         path = _str_arg(args, "path")
         start_arg = _int_arg(args, "start_line")
         end = _int_arg(args, "end_line")
-        start = max(start_arg or 1, 1)
+        for key, value in (("start_line", start_arg), ("end_line", end)):
+            if value is not None and value < 1:  # the schema says so too (minimum 1)
+                raise ToolError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"{key} is {value}, but lines are numbered from 1; use {key} >= 1 "
+                    "(start_line=1 is the first line)",
+                )
+        start = start_arg or 1
         if end is not None and end < start:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
@@ -341,8 +358,10 @@ class ReadFileTool(WorkspaceTool):
         body: list[str] = []
         shown_last = view.first - 1
         cut = False
+        lines_cut = 0
         for i, line in enumerate(view.lines):
             body.append(_cut_line(line))
+            long_line = len(line) > MAX_LINE_CHARS
             size = len(body[-1].encode("utf-8", "replace")) + width + 3
             if used + size > self.output_budget and shown_last >= view.first:
                 body.pop()
@@ -350,6 +369,7 @@ class ReadFileTool(WorkspaceTool):
                 break
             used += size
             shown_last = view.first + i
+            lines_cut += long_line
         width = len(str(shown_last))  # align the numbers actually shown
         out = head + [f"{view.first + i:>{width}}│ {x}" for i, x in enumerate(body)]
         text = "\n".join(out)
@@ -363,7 +383,15 @@ class ReadFileTool(WorkspaceTool):
         elif partial:
             more = f"; next part: start_line={shown_last + 1}" if shown_last < view.total else ""
             text += f"\n\n(showing lines {view.first}-{shown_last} of {view.total:,}{more})"
-        meta.update({"start_line": view.first, "end_line": shown_last, "truncated": cut or partial})
+        meta.update(
+            {
+                "start_line": view.first,
+                "end_line": shown_last,
+                # honest: a line cut at MAX_LINE_CHARS is not all of the file either
+                "truncated": cut or partial or lines_cut > 0,
+                "lines_cut": lines_cut,
+            }
+        )
         return ToolResult.ok(text, structured_metadata=meta)
 
 
