@@ -193,7 +193,16 @@ async def test_timeout_clamps(ws: Workspace, cfg: ShellConfig) -> None:
     result = await call(tool, {"command": "sleep 5", "timeout_secs": 0})
     assert result.error_kind is ErrorKind.TIMEOUT
     assert time.monotonic() - started < 4.5
-    assert "timed out after 1 seconds" in result.output
+    assert "timed out after 1 second;" in result.output and "1 seconds" not in result.output
+    assert "timed out after 1 second " in (result.error or {}).get("message", "")
+
+
+def test_seconds_in_words() -> None:
+    assert runtime._seconds(1) == "1 second"
+    assert runtime._seconds(1.0) == "1 second"
+    assert runtime._seconds(2) == "2 seconds"
+    assert runtime._seconds(0.5) == "0.5 seconds"
+    assert runtime._seconds(600) == "600 seconds"
 
 
 @pytest.mark.anyio
@@ -326,6 +335,14 @@ async def test_workdir_checks(ws: Workspace, cfg: ShellConfig) -> None:
     assert out.error_kind is ErrorKind.PATH_OUTSIDE_WORKSPACE
     missing = await call(tool, {"cmd": "pwd", "workdir": "nope"})
     assert missing.error_kind is ErrorKind.NOT_FOUND
+    (ws.root / "file.txt").write_text("x\n")
+    not_dir = await call(tool, {"cmd": "pwd", "workdir": "file.txt"})
+    assert not_dir.error_kind is ErrorKind.NOT_A_DIRECTORY
+    (ws.root / "linked").symlink_to(ws.root / "sub", target_is_directory=True)
+    for spelling in ("linked", "linked/"):
+        link = await call(tool, {"cmd": "pwd", "workdir": spelling})
+        assert link.error_kind is ErrorKind.SYMLINK_REFUSED, link.output
+        assert "symbolic link" in link.output
     nocmd = await call(tool, {"workdir": "sub"})
     assert nocmd.error_kind is ErrorKind.INVALID_ARGUMENTS
     alias = await call(tool, {"command": "echo via-alias"})

@@ -54,6 +54,7 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
 import termios
 import time
@@ -739,6 +740,11 @@ class RunningCommand:
 # Shared helpers of the tools
 
 
+def _seconds(value: float) -> str:
+    """``"1 second"``, ``"2.5 seconds"``: a duration in words, singular only for exactly 1."""
+    return f"{value:g} second" + ("" if value == 1 else "s")
+
+
 def _clamp_timeout(value: Any, default: float) -> float:
     if value is None:
         return default
@@ -799,8 +805,14 @@ class _CommandTool(Tool):
             return Path(ws.root)
         _check_text(workdir, "workdir")
         rel = ws.relpath(workdir)
-        if not ws.is_dir(rel):
+        if not ws.is_dir(workdir):
             if ws.exists(rel):
+                if stat.S_ISLNK(ws.stat(rel).st_mode):
+                    raise ToolError(
+                        ErrorKind.SYMLINK_REFUSED,
+                        f"workdir {workdir!r} is a symbolic link; links are not followed: give "
+                        "the real folder's path",
+                    )
                 raise ToolError(ErrorKind.NOT_A_DIRECTORY, f"workdir {workdir!r} is not a folder")
             raise ToolError(ErrorKind.NOT_FOUND, f"workdir {workdir!r} does not exist")
         return Path(ws.root) / rel if rel != "." else Path(ws.root)
@@ -872,14 +884,14 @@ class _CommandTool(Tool):
             **(extra_meta or {}),
         }
         if not exited:
-            secs = f"{timeout:g}"
+            secs = _seconds(timeout)
             out = (
-                f"{text}\n\nCommand timed out after {secs} seconds; its process group was "
+                f"{text}\n\nCommand timed out after {secs}; its process group was "
                 f"killed. Exit code: {_exit_text(code)}"
             )
             return ToolResult.failure(
                 ErrorKind.TIMEOUT,
-                f"command timed out after {secs} seconds and was killed",
+                f"command timed out after {secs} and was killed",
                 output=out,
                 metadata=meta,
             )
