@@ -504,6 +504,11 @@ async def test_binary_and_json_content(serve: Callable[..., Server]) -> None:
     tool = fetcher(allow_private_hosts=True)
     img = await call(tool, {"url": srv.url("/p.png")})
     assert img.success and "binary content, 264 bytes" in img.output
+    # the size of the body in bytes, not the length of the placeholder text
+    assert "Length: 264 bytes (binary)" in img.output and " chars" not in img.output
+    assert img.structured_metadata is not None
+    assert img.structured_metadata["binary"] is True and img.structured_metadata["length"] is None
+    assert img.structured_metadata["body_bytes"] == 264
     js = await call(tool, {"url": srv.url("/j")})
     assert js.output.endswith('{"a": 1}')
 

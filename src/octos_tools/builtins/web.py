@@ -27,7 +27,8 @@
   needs no lxml; readability-lxml and trafilatura extract a "main article" with heuristics
   and pull in lxml, which suits reading news, not fetching API docs or listings.
 * The output is headed by ``URL:``, ``Redirected from:`` (if any), ``Status:``,
-  ``Content-Type:`` and ``Length:`` lines; non-2xx is ``http_error`` carrying ``status``.
+  ``Content-Type:`` and ``Length:`` lines (characters of text, or for binary content, which
+  is not shown, the body's size in bytes); non-2xx is ``http_error`` carrying ``status``.
 
 Error kinds: ``invalid_arguments`` (bad URL or scheme), ``network_refused`` (SSRF guard),
 ``http_error`` (non-2xx status, a redirect without ``Location``, more than 10 redirects),
@@ -564,6 +565,7 @@ class WebFetchTool(Tool):
             "body_cut": cut,
         }
         title: str | None = None
+        binary = False
         if _is_text(content_type, body) or _is_html(content_type, body):
             text, charset = decode_body(body, content_type, cut=cut)
             meta["charset"] = charset
@@ -573,10 +575,13 @@ class WebFetchTool(Tool):
             else:
                 content = text
         else:
+            binary = True
             content = f"(binary content, {len(body)} bytes, not shown)"
-        length = len(content)
+        # Length of the text shown, in characters; for binary content there is no text and
+        # the honest size is the body's, in bytes (not the placeholder's length).
+        length = None if binary else len(content)
         content, truncated = _truncate(content, max_chars)
-        meta.update(length=length, truncated=truncated, title=title)
+        meta.update(length=length, truncated=truncated, title=title, binary=binary)
         lines = [f"URL: {final}"]
         if hops:
             lines.append(f"Redirected from: {original}")
@@ -584,7 +589,10 @@ class WebFetchTool(Tool):
         lines.append(f"Content-Type: {content_type or '(none)'}")
         if title:
             lines.append(f"Title: {title}")
-        lines.append(f"Length: {length} chars")
+        if binary:
+            lines.append(f"Length: {len(body)} bytes (binary)")
+        else:
+            lines.append(f"Length: {length} chars")
         if cut:
             lines.append(f"Body: cut at {self.config.max_body_bytes} bytes (size limit)")
         return ToolResult.ok("\n".join(lines) + "\n\n" + content, structured_metadata=meta)
