@@ -94,6 +94,21 @@ async def test_status(repo: Path) -> None:
     assert json.loads(clean.output)["modified"] == []
 
 
+async def test_diff_never_rewrites_the_index_of_a_stat_dirty_file(repo: Path) -> None:
+    """Deterministic: a.txt's stat data differs from the index entry and is older than the
+    index (not "racily clean"), so porcelain `git diff` (git 2.39) refreshes and rewrites
+    the index even with GIT_OPTIONAL_LOCKS=0. The tool's diff must not."""
+    index = repo / ".git" / "index"
+    past = index.stat().st_mtime - 100
+    os.utime(repo / "a.txt", (past, past))
+    os.utime(repo / "src" / "m.py", (past, past))
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    assert (await run(repo, command="diff")).output == "No changes."  # stat-only: no diff
+    assert (await run(repo, command="diff", revision="HEAD")).output == "No changes."
+    assert (await run(repo, command="status")).success
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+
+
 async def test_json_outputs_are_compact(repo: Path) -> None:
     (repo / "a.txt").write_text("changed\n")
     for command in ("status", "log"):

@@ -489,8 +489,14 @@ def _add_change(lists: dict[str, list[str]], xy: str, path: str) -> None:
 
 
 async def _diff(repo: _Repo, spec: list[str], commit: str | None) -> ToolResult:
+    # Plumbing, not porcelain `git diff`: git 2.39's `diff` refreshes and rewrites the index
+    # even with GIT_OPTIONAL_LOCKS=0 (a read-only tool must not write); diff-files (working
+    # tree against the index) and diff-index (against a commit) never write it, and skip
+    # files whose stat data changed but whose content did not.
     args = [
-        "diff",
+        "diff-files" if commit is None else "diff-index",
+        "-p",
+        "-M",  # renames, as porcelain diff shows them by default
         "--no-ext-diff",
         "--no-textconv",
         "--no-color",
