@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import ErrorKind, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..workspace.text import is_binary
 from . import MISSING_EXTRAS
+from ._base import WorkspaceTool
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -359,7 +360,7 @@ def _language_of(path: str) -> str | None:
     return EXTENSIONS.get(path[dot:].lower()) if dot > path.rfind("/") else None
 
 
-class CodeStructureTool(Tool):
+class CodeStructureTool(WorkspaceTool):
     """``code_structure {path, language?}`` (reference §1.8).
 
     Args:
@@ -391,26 +392,15 @@ class CodeStructureTool(Tool):
     }
     tags = ("code", "search")
     concurrency_class = ConcurrencyClass.SAFE
-    cwd_bound = True
-
-    def __init__(self, workspace: Workspace | None = None) -> None:
-        self.workspace = workspace
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self.workspace if self.workspace is not None else ctx.workspace
-        if ws is None:
-            raise ToolError(ErrorKind.NOT_CONFIGURED, "code_structure has no workspace")
+        ws = self.workspace_for(ctx)
         path = str(args["path"])
         language = args.get("language")
         data = await anyio.to_thread.run_sync(self._outline_path, ws, path, language)
         # compact JSON: indentation roughly doubled a folder outline and pushed it past the
         # output cap, where the head+tail cut left the model broken JSON
         return ToolResult.ok(_compact(data), structured_metadata=data)
-
-    async def execute(self, args: JSONObject) -> ToolResult:
-        from ..context import current_context
-
-        return await self.execute_with_context(current_context(), args)
 
     def _outline_path(self, ws: Workspace, path: str, language: str | None) -> JSONObject:
         rel = ws.relpath(path)

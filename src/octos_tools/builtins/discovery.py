@@ -40,6 +40,7 @@ from ..policy import GROUP_DESCRIPTIONS, GROUPS, first_group_of
 from ..registry import CatalogEntry, ToolRegistry
 from ..tasks import TaskRecord
 from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult, ToolSpec
+from ._base import int_arg
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -679,12 +680,7 @@ def _line_range(fh: BinaryIO, start: int, end: int) -> str:
 
 
 def _int_arg(mode: JSONObject, key: str) -> int | None:
-    value = mode.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"mode.{key} must be an integer")
-    return value
+    return int_arg(mode, key, label=f"mode.{key}")
 
 
 def _read_stream(fh: BinaryIO, mode: JSONObject) -> str:

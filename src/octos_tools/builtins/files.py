@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import anyio.to_thread
 
 from ..errors import ErrorKind, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..workspace import Workspace
 from ..workspace import text as textcodec
+from ._base import WorkspaceTool, int_arg, str_arg
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DiffEditTool",
     "EditFileTool",
+    "FileTool",
     "ReadFileTool",
-    "WorkspaceTool",
     "WriteFileTool",
     "register",
 ]
@@ -55,8 +56,8 @@ _STREAM_CHUNK = 1 << 20
 _MAX_DIFF_LINES = 80
 
 
-class WorkspaceTool(Tool):
-    """Base of the cwd-bound file and search tools.
+class FileTool(WorkspaceTool):
+    """Base of the file and search tools: a :class:`WorkspaceTool` with an output budget.
 
     Args:
         workspace: the :class:`Workspace` the tool is confined to; when ``None`` the
@@ -64,23 +65,14 @@ class WorkspaceTool(Tool):
         config: settings; the output budget comes from ``config.limits.max_output_bytes``.
     """
 
-    cwd_bound = True
     tags = ("fs", "code")
 
     def __init__(self, workspace: Workspace | None = None, config: Config | None = None) -> None:
-        self.workspace = workspace
+        super().__init__(workspace)
         max_output = config.limits.max_output_bytes if config is not None else 50_000
         #: Bytes of output this tool aims to stay under (below the registry's own cap, so
         #: the tool, not the registry, decides where to cut and says how to continue).
         self.output_budget = max(2_000, int(max_output * 0.8))
-
-    def _ws(self, ctx: ToolContext | None) -> Workspace:
-        ws = self.workspace
-        if ws is None and ctx is not None:
-            ws = ctx.workspace
-        if ws is None:
-            raise ToolError(ErrorKind.NOT_CONFIGURED, f"{self.name} has no workspace to work in")
-        return ws
 
     def _check_writable(self, ctx: ToolContext | None) -> None:
         if ctx is not None and ctx.permissions.read_only:
@@ -89,28 +81,9 @@ class WorkspaceTool(Tool):
                 f"{self.name} cannot write: this context has read-only file access",
             )
 
-    async def execute(self, args: JSONObject) -> ToolResult:
-        return await self.execute_with_context(None, args)  # type: ignore[arg-type]
-
     @staticmethod
     async def _in_thread(fn: Callable[[], _T]) -> _T:
         return await anyio.to_thread.run_sync(fn)
-
-
-def _str_arg(args: JSONObject, key: str, *, default: str | None = None) -> str:
-    value = args.get(key, default)
-    if not isinstance(value, str):
-        raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{key!r} must be a string")
-    return value
-
-
-def _int_arg(args: JSONObject, key: str) -> int | None:
-    value = args.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"{key!r} must be an integer")
-    return value
 
 
 # ---------------------------------------------------------------------- read_file
@@ -269,7 +242,7 @@ def _cut_line(line: str) -> str:
     return line[:MAX_LINE_CHARS] + f" … [line cut: {len(line) - MAX_LINE_CHARS:,} more characters]"
 
 
-class ReadFileTool(WorkspaceTool):
+class ReadFileTool(FileTool):
     """``read_file {path, start_line?, end_line?}``: numbered lines of a text file.
 
     Lines are 1-based, the number column right-aligned, then ``│ `` and the line. UTF-8 (with
@@ -315,10 +288,10 @@ class ReadFileTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.SAFE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        path = _str_arg(args, "path")
-        start_arg = _int_arg(args, "start_line")
-        end = _int_arg(args, "end_line")
+        ws = self.workspace_for(ctx)
+        path = str_arg(args, "path")
+        start_arg = int_arg(args, "start_line")
+        end = int_arg(args, "end_line")
         for key, value in (("start_line", start_arg), ("end_line", end)):
             if value is not None and value < 1:  # the schema says so too (minimum 1)
                 raise ToolError(
@@ -398,7 +371,7 @@ class ReadFileTool(WorkspaceTool):
 # ---------------------------------------------------------------------- write_file
 
 
-class WriteFileTool(WorkspaceTool):
+class WriteFileTool(FileTool):
     """``write_file {path, content}``: create or replace a file atomically, as UTF-8.
 
     Missing parent directories are created. Reports the lines and bytes written and sets
@@ -425,9 +398,9 @@ class WriteFileTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        path = _str_arg(args, "path")
-        content = _str_arg(args, "content")
+        ws = self.workspace_for(ctx)
+        path = str_arg(args, "path")
+        content = str_arg(args, "content")
         rel = ws.relpath(path)
         self._check_writable(ctx)
         try:
@@ -544,7 +517,7 @@ def _no_match_hint(text: str, needle: str) -> str:
 # ---------------------------------------------------------------------- edit_file
 
 
-class EditFileTool(WorkspaceTool):
+class EditFileTool(FileTool):
     """``edit_file {path, old_string, new_string, replace_all=false}``: exact replacement.
 
     Occurrences are counted on the file as it is on disk at call time. A line break in
@@ -586,10 +559,10 @@ class EditFileTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        path = _str_arg(args, "path")
-        old = _str_arg(args, "old_string")
-        new = _str_arg(args, "new_string")
+        ws = self.workspace_for(ctx)
+        path = str_arg(args, "path")
+        old = str_arg(args, "old_string")
+        new = str_arg(args, "new_string")
         replace_all = bool(args.get("replace_all", False))
         rel = ws.relpath(path)
         self._check_writable(ctx)
@@ -712,7 +685,7 @@ def _matches_at(lines: list[str], pattern: list[str], at: int) -> bool:
     return all(lines[at + i].rstrip() == p.rstrip() for i, p in enumerate(pattern))
 
 
-class DiffEditTool(WorkspaceTool):
+class DiffEditTool(FileTool):
     """``diff_edit {path, diff}``: apply a unified diff to one file, all hunks or none.
 
     Each hunk's context and removed lines are looked for at its ``-N`` line, then up to 3
@@ -742,9 +715,9 @@ class DiffEditTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        path = _str_arg(args, "path")
-        diff = _str_arg(args, "diff")
+        ws = self.workspace_for(ctx)
+        path = str_arg(args, "path")
+        diff = str_arg(args, "diff")
         rel = ws.relpath(path)
         self._check_writable(ctx)
         hunks = parse_unified_diff(diff)

@@ -72,7 +72,8 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from ..errors import ErrorKind, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
+from ._base import WorkspaceTool
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -235,7 +236,7 @@ class _Repo:
     revs_files: list[str]  # blame.ignoreRevsFile values of the repository config
 
 
-class GitTool(Tool):
+class GitTool(WorkspaceTool):
     """``git {command, path?, count=10, revision?}``: read-only repository queries.
 
     Args:
@@ -282,21 +283,9 @@ class GitTool(Tool):
     }
     tags = ("code", "search")
     concurrency_class = ConcurrencyClass.SAFE
-    cwd_bound = True
-
-    def __init__(self, workspace: Workspace | None = None) -> None:
-        self.workspace = workspace
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self.workspace if self.workspace is not None else ctx.workspace
-        if ws is None:
-            raise ToolError(ErrorKind.NOT_CONFIGURED, "git has no workspace to work in")
-        return await self._run(ws, args)
-
-    async def execute(self, args: JSONObject) -> ToolResult:
-        from ..context import current_context
-
-        return await self.execute_with_context(current_context(), args)
+        return await self._run(self.workspace_for(ctx), args)
 
     async def _run(self, ws: Workspace, args: JSONObject) -> ToolResult:
         command = str(args["command"])

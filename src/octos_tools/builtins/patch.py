@@ -47,9 +47,10 @@ from typing import TYPE_CHECKING, Literal
 from ..config import Config
 from ..context import ToolContext
 from ..errors import ErrorKind, PathError, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..workspace import FileChange
 from ..workspace import text as textcodec
+from ._base import WorkspaceTool
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -673,7 +674,7 @@ def _short_diff(p: PlannedFile) -> tuple[str, int, int]:
 _OP_LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}
 
 
-class ApplyPatchTool(Tool):
+class ApplyPatchTool(WorkspaceTool):
     """``apply_patch {patch}`` (Codex P0; tags fs, code; Exclusive).
 
     ``input`` is accepted as an alias of ``patch``; ``{path, diff}`` is handed to the
@@ -710,10 +711,9 @@ class ApplyPatchTool(Tool):
     }
     tags = ("fs", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
-    cwd_bound = True
 
     def __init__(self, workspace: Workspace | None, registry: ToolRegistry | None = None) -> None:
-        self.workspace = workspace
+        super().__init__(workspace)
         self.registry = registry
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
@@ -729,9 +729,7 @@ class ApplyPatchTool(Tool):
                 ErrorKind.INVALID_ARGUMENTS,
                 "apply_patch needs 'patch' (the patch text) or both 'path' and 'diff'",
             )
-        ws = self.workspace if self.workspace is not None else ctx.workspace
-        if ws is None:
-            raise ToolError(ErrorKind.NOT_CONFIGURED, "apply_patch has no workspace")
+        ws = self.workspace_for(ctx)
         ops = parse_patch(patch)
         changes, planned = plan_patch(ws, ops)
         if changes:

@@ -67,6 +67,7 @@ from ..config import Config, ShellConfig
 from ..context import ApprovalRequest, ToolContext
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ._base import WorkspaceTool
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -782,25 +783,18 @@ def _exit_text(code: int | None) -> str:
     return str(code)
 
 
-class _CommandTool(Tool):
+class _CommandTool(WorkspaceTool):
     """Common parts of the cwd-bound command tools (workspace, policy, environment)."""
 
     tags = ("runtime", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
-    cwd_bound = True
 
     def __init__(self, workspace: Workspace | None, config: ShellConfig) -> None:
-        self.workspace = workspace
+        super().__init__(workspace)
         self.config = config
 
-    def _workspace(self, ctx: ToolContext) -> Workspace:
-        ws = self.workspace if self.workspace is not None else ctx.workspace
-        if ws is None:
-            raise ToolError(ErrorKind.NOT_CONFIGURED, f"{self.name} has no workspace to run in")
-        return ws
-
     def _cwd(self, ctx: ToolContext, workdir: str | None) -> Path:
-        ws = self._workspace(ctx)
+        ws = self.workspace_for(ctx)
         if workdir is None or not workdir.strip():
             return Path(ws.root)
         _check_text(workdir, "workdir")

@@ -32,7 +32,8 @@ from ..errors import ErrorKind, PathError, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..workspace import Entry, Workspace
 from ..workspace import text as textcodec
-from .files import WorkspaceTool, _int_arg, _str_arg
+from ._base import int_arg, str_arg
+from .files import FileTool
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -71,7 +72,7 @@ _KIND_TAG = {"dir": "[dir] ", "file": "[file]", "symlink": "[link]", "other": "[
 _KIND_ORDER = {"dir": 0, "file": 1, "symlink": 2, "other": 3}
 
 
-class ListDirTool(WorkspaceTool):
+class ListDirTool(FileTool):
     """``list_dir {path}``: a directory's entries, directories first, then files, links.
 
     Each group is sorted by name (byte order). Symbolic links are shown as links and never
@@ -102,8 +103,8 @@ class ListDirTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.SAFE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        path = _str_arg(args, "path", default=".") or "."
+        ws = self.workspace_for(ctx)
+        path = str_arg(args, "path", default=".") or "."
         rel = ws.relpath(path)
         entries = await self._in_thread(lambda: ws.list_dir(path))
         if not entries:
@@ -229,7 +230,7 @@ def _could_contain(parts: Sequence[str], comps: Sequence[str]) -> bool:
 _MAGIC = re.compile(r"[*?\[]")
 
 
-class GlobTool(WorkspaceTool):
+class GlobTool(FileTool):
     """``glob {pattern, limit=100}``: workspace paths matching a glob pattern.
 
     ``*``, ``?``, ``[...]`` within a component, ``**`` across directories, ``{a,b}``
@@ -265,9 +266,9 @@ class GlobTool(WorkspaceTool):
     concurrency_class = ConcurrencyClass.SAFE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        pattern = _str_arg(args, "pattern")
-        limit = _int_arg(args, "limit") or 100
+        ws = self.workspace_for(ctx)
+        pattern = str_arg(args, "pattern")
+        limit = int_arg(args, "limit") or 100
         limit = max(1, limit)
         _check_nul(pattern, "pattern")
         if not pattern.strip():
@@ -843,7 +844,7 @@ def _cut(text: str) -> str:
     return text[:MAX_GREP_LINE_CHARS] + f" … [{len(text) - MAX_GREP_LINE_CHARS:,} more chars]"
 
 
-class GrepTool(WorkspaceTool):
+class GrepTool(FileTool):
     """``grep {pattern, path?, file_pattern?, limit=50, context=0, ignore_case=false}``.
 
     Regular-expression search of file contents, line by line. ``.gitignore`` files are
@@ -883,13 +884,13 @@ class GrepTool(WorkspaceTool):
     engine: str | None = None
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self._ws(ctx)
-        pattern = _str_arg(args, "pattern")
+        ws = self.workspace_for(ctx)
+        pattern = str_arg(args, "pattern")
         _check_nul(pattern, "pattern")
-        path = _str_arg(args, "path", default=".") or "."
+        path = str_arg(args, "path", default=".") or "."
         file_pattern = args.get("file_pattern")
         if file_pattern is not None:
-            file_pattern = _str_arg(args, "file_pattern")
+            file_pattern = str_arg(args, "file_pattern")
             _check_nul(file_pattern, "file_pattern")
             if not file_pattern:
                 file_pattern = None
@@ -907,8 +908,8 @@ class GrepTool(WorkspaceTool):
         q = _GrepQuery(
             pattern=pattern,
             ignore_case=bool(args.get("ignore_case", False)),
-            context=max(0, _int_arg(args, "context") or 0),
-            limit=max(1, _int_arg(args, "limit") or 50),
+            context=max(0, int_arg(args, "context") or 0),
+            limit=max(1, int_arg(args, "limit") or 50),
             file_pattern=file_pattern,
         )
         res = await self._in_thread(lambda: self._run(ws, path, q))
