@@ -16,8 +16,9 @@ import email.utils
 import json
 import logging
 import math
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,7 +35,7 @@ from .errors import (
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["HTTPProvider", "parse_retry_after"]
+__all__ = ["HTTPProvider", "int_or_zero", "parse_retry_after", "resolve_endpoint"]
 
 logger = logging.getLogger("octos_tools.agent")
 
@@ -51,6 +52,45 @@ def _import_httpx2() -> Any:
             "pip install 'octos-tools[web]'"
         ) from exc
     return httpx2
+
+
+def int_or_zero(value: Any) -> int:
+    """``value`` if it is an ``int`` (not a ``bool``), else 0 (token counts of a response)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def resolve_endpoint(
+    base_url: str | None,
+    api_key: str | None,
+    *,
+    default_url: str,
+    url_env: str,
+    key_env: str,
+    missing_key: str,
+) -> tuple[str, str | None]:
+    """The API root and key of a provider, from the arguments or the environment.
+
+    Args:
+        base_url: the caller's API root, or ``None``/``""`` for ``$url_env``, else
+            ``default_url``.
+        api_key: the caller's key (``""`` counts as given), or ``None`` for ``$key_env``.
+        default_url: the official API root.
+        url_env: the environment variable naming another root (``OPENAI_BASE_URL``).
+        key_env: the environment variable holding the key (``OPENAI_API_KEY``).
+        missing_key: the ``ValueError`` message when the official root has no key.
+
+    Returns:
+        ``(url, key)``; ``key`` may be ``None`` or empty for a custom root (local servers
+        often need none).
+
+    Raises:
+        ValueError: no key for the official root.
+    """
+    url = base_url or os.environ.get(url_env) or default_url
+    key = api_key if api_key is not None else os.environ.get(key_env)
+    if not key and url.rstrip("/") == default_url:
+        raise ValueError(missing_key)
+    return url, key
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -115,8 +155,12 @@ class HTTPProvider:
 
     Args:
         name: provider name for messages (``"openai"``).
+        model: the model id sent with each request.
         base_url: the API root, without a trailing slash.
-        headers: headers sent with every request (authentication, versions).
+        headers: headers sent with every request (authentication, versions), after
+            ``content-type: application/json``.
+        extra_body: extra request fields merged into every body.
+        reserved: body fields the provider sets itself, which ``extra_body`` must not set.
         timeout: seconds to wait for the answer (read/write/pool); non-streaming
             completions of long answers can take minutes.
         connect_timeout: seconds to establish the connection.
@@ -128,15 +172,19 @@ class HTTPProvider:
             the provider creates one on first use and closes it in :meth:`aclose`.
 
     Raises:
-        ValueError: a negative retry count or delay, or a non-positive timeout.
+        ValueError: ``extra_body`` sets a ``reserved`` field; a negative retry count or
+            delay, or a non-positive timeout.
     """
 
     def __init__(
         self,
         *,
         name: str,
+        model: str,
         base_url: str,
         headers: Mapping[str, str],
+        extra_body: Mapping[str, Any] | None,
+        reserved: Set[str],
         timeout: float,
         connect_timeout: float,
         max_retries: int,
@@ -144,13 +192,18 @@ class HTTPProvider:
         max_retry_delay: float,
         client: httpx2.AsyncClient | None,
     ) -> None:
+        clash = reserved & set(extra_body or {})
+        if clash:
+            raise ValueError(f"extra_body must not set {sorted(clash)}: the agent sets them")
         if timeout <= 0 or connect_timeout <= 0:
             raise ValueError(f"timeouts must be positive seconds, got {timeout}/{connect_timeout}")
         if max_retries < 0 or retry_base_delay < 0 or max_retry_delay < 0:
             raise ValueError("max_retries, retry_base_delay and max_retry_delay must be >= 0")
         self.name = name
+        self.model = model
+        self.extra_body = dict(extra_body or {})
         self.base_url = base_url.rstrip("/")
-        self.headers = dict(headers)
+        self.headers = {"content-type": "application/json", **dict(headers)}
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_retries = max_retries
@@ -166,6 +219,14 @@ class HTTPProvider:
                 timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout)
             )
         return self._client
+
+    def user_message(self, text: str) -> JSONObject:
+        """``{"role": "user", "content": text}`` (the same in both wire formats)."""
+        return {"role": "user", "content": text}
+
+    def malformed(self, message: str, data: JSONObject) -> ProviderResponseError:
+        """A :class:`ProviderResponseError` for a decoded answer of the wrong shape."""
+        return ProviderResponseError(self.name, message, body=json.dumps(data)[:BODY_LIMIT])
 
     async def aclose(self) -> None:
         """Close the HTTP client if this provider created it (idempotent)."""

@@ -16,16 +16,13 @@ signatures the API checks when they come back).
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
 from ..execution import ToolCall
 from ..tool import JSONObject, TokenUsage, ToolResult, ToolSpec
-from ._http import HTTPProvider
-from .errors import ProviderResponseError
+from ._http import HTTPProvider, int_or_zero, resolve_endpoint
 from .provider import ModelTurn
 
 if TYPE_CHECKING:
@@ -41,10 +38,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header value (the current stable Messages API version)."""
 
 _RESERVED = frozenset({"model", "messages", "tools", "system"})
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class AnthropicProvider(HTTPProvider):
@@ -92,24 +85,22 @@ class AnthropicProvider(HTTPProvider):
             raise ValueError("AnthropicProvider needs a model id, e.g. model='claude-sonnet-4-5'")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        if not key and url.rstrip("/") == DEFAULT_ANTHROPIC_BASE_URL:
-            raise ValueError("no Anthropic API key: pass api_key=... or set ANTHROPIC_API_KEY")
-        reserved = _RESERVED.intersection(extra_body or {})
-        if reserved:
-            raise ValueError(f"extra_body must not set {sorted(reserved)}: the agent sets them")
-        all_headers = {
-            "content-type": "application/json",
-            "anthropic-version": anthropic_version,
-            **dict(headers or {}),
-        }
-        if key:
-            all_headers["x-api-key"] = key
+        url, key = resolve_endpoint(
+            base_url,
+            api_key,
+            default_url=DEFAULT_ANTHROPIC_BASE_URL,
+            url_env="ANTHROPIC_BASE_URL",
+            key_env="ANTHROPIC_API_KEY",
+            missing_key="no Anthropic API key: pass api_key=... or set ANTHROPIC_API_KEY",
+        )
+        auth = {"x-api-key": key} if key else {}
         super().__init__(
             name="anthropic",
+            model=model,
             base_url=url,
-            headers=all_headers,
+            headers={"anthropic-version": anthropic_version, **dict(headers or {}), **auth},
+            extra_body=extra_body,
+            reserved=_RESERVED,
             timeout=timeout,
             connect_timeout=connect_timeout,
             max_retries=max_retries,
@@ -117,13 +108,7 @@ class AnthropicProvider(HTTPProvider):
             max_retry_delay=max_retry_delay,
             client=client,
         )
-        self.model = model
         self.max_tokens = max_tokens
-        self.extra_body = dict(extra_body or {})
-
-    def user_message(self, text: str) -> JSONObject:
-        """``{"role": "user", "content": text}``."""
-        return {"role": "user", "content": text}
 
     def tool_result_messages(
         self, calls: Sequence[ToolCall], results: Sequence[ToolResult]
@@ -171,15 +156,11 @@ class AnthropicProvider(HTTPProvider):
         """
         content = data.get("content")
         if not isinstance(content, list):
-            raise ProviderResponseError(
-                self.name, "the answer has no content list", body=json.dumps(data)[:4000]
-            )
+            raise self.malformed("the answer has no content list", data)
         try:
             calls = formats.anthropic.parse_tool_uses(content)
         except ValueError as exc:
-            raise ProviderResponseError(
-                self.name, f"malformed tool_use block: {exc}", body=json.dumps(data)[:4000]
-            ) from exc
+            raise self.malformed(f"malformed tool_use block: {exc}", data) from exc
         text = "".join(
             b["text"]
             for b in content
@@ -188,16 +169,16 @@ class AnthropicProvider(HTTPProvider):
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         input_tokens = (
-            _int(usage.get("input_tokens"))
-            + _int(usage.get("cache_creation_input_tokens"))
-            + _int(usage.get("cache_read_input_tokens"))
+            int_or_zero(usage.get("input_tokens"))
+            + int_or_zero(usage.get("cache_creation_input_tokens"))
+            + int_or_zero(usage.get("cache_read_input_tokens"))
         )
         stop = data.get("stop_reason")
         return ModelTurn(
             message={"role": "assistant", "content": content} if content else None,
             text=text,
             tool_calls=calls,
-            usage=TokenUsage(input_tokens, _int(usage.get("output_tokens"))),
+            usage=TokenUsage(input_tokens, int_or_zero(usage.get("output_tokens"))),
             finish_reason=stop if isinstance(stop, str) else None,
             raw=data,
         )

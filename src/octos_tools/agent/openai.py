@@ -17,15 +17,13 @@ Wire shapes (OpenAI Chat Completions API):
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import formats
 from ..execution import ToolCall
 from ..tool import JSONObject, TokenUsage, ToolResult, ToolSpec
-from ._http import HTTPProvider
-from .errors import ProviderResponseError
+from ._http import HTTPProvider, int_or_zero, resolve_endpoint
 from .provider import ModelTurn
 
 if TYPE_CHECKING:
@@ -37,10 +35,6 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 """The official API root (the OpenAI SDK's default; ``OPENAI_BASE_URL`` overrides it)."""
 
 _RESERVED = frozenset({"model", "messages", "tools"})
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _text_of(content: Any) -> str:
@@ -102,23 +96,23 @@ class OpenAIChatProvider(HTTPProvider):
     ) -> None:
         if not model:
             raise ValueError("OpenAIChatProvider needs a model id, e.g. model='gpt-4.1'")
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and url.rstrip("/") == DEFAULT_OPENAI_BASE_URL:
-            raise ValueError(
-                "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY (a key is optional "
-                "only for a custom base_url such as a local vLLM or Ollama server)"
-            )
-        reserved = _RESERVED.intersection(extra_body or {})
-        if reserved:
-            raise ValueError(f"extra_body must not set {sorted(reserved)}: the agent sets them")
-        all_headers = {"content-type": "application/json", **dict(headers or {})}
-        if key:
-            all_headers["authorization"] = f"Bearer {key}"
+        url, key = resolve_endpoint(
+            base_url,
+            api_key,
+            default_url=DEFAULT_OPENAI_BASE_URL,
+            url_env="OPENAI_BASE_URL",
+            key_env="OPENAI_API_KEY",
+            missing_key="no OpenAI API key: pass api_key=... or set OPENAI_API_KEY (a key is "
+            "optional only for a custom base_url such as a local vLLM or Ollama server)",
+        )
+        auth = {"authorization": f"Bearer {key}"} if key else {}
         super().__init__(
             name="openai",
+            model=model,
             base_url=url,
-            headers=all_headers,
+            headers={**dict(headers or {}), **auth},
+            extra_body=extra_body,
+            reserved=_RESERVED,
             timeout=timeout,
             connect_timeout=connect_timeout,
             max_retries=max_retries,
@@ -126,12 +120,6 @@ class OpenAIChatProvider(HTTPProvider):
             max_retry_delay=max_retry_delay,
             client=client,
         )
-        self.model = model
-        self.extra_body = dict(extra_body or {})
-
-    def user_message(self, text: str) -> JSONObject:
-        """``{"role": "user", "content": text}``."""
-        return {"role": "user", "content": text}
 
     def tool_result_messages(
         self, calls: Sequence[ToolCall], results: Sequence[ToolResult]
@@ -180,21 +168,15 @@ class OpenAIChatProvider(HTTPProvider):
         """
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ProviderResponseError(
-                self.name, "the answer has no choices[0]", body=json.dumps(data)[:4000]
-            )
+            raise self.malformed("the answer has no choices[0]", data)
         choice = choices[0]
         message = choice.get("message")
         if not isinstance(message, dict):
-            raise ProviderResponseError(
-                self.name, "choices[0] has no message object", body=json.dumps(data)[:4000]
-            )
+            raise self.malformed("choices[0] has no message object", data)
         try:
             calls = formats.openai.parse_tool_calls(message)
         except ValueError as exc:
-            raise ProviderResponseError(
-                self.name, f"malformed tool call: {exc}", body=json.dumps(data)[:4000]
-            ) from exc
+            raise self.malformed(f"malformed tool call: {exc}", data) from exc
         content = message.get("content")
         text = _text_of(content)
         kept: JSONObject | None = None
@@ -217,7 +199,8 @@ class OpenAIChatProvider(HTTPProvider):
             text=text,
             tool_calls=calls,
             usage=TokenUsage(
-                _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+                int_or_zero(usage.get("prompt_tokens")),
+                int_or_zero(usage.get("completion_tokens")),
             ),
             finish_reason=finish if isinstance(finish, str) else None,
             raw=data,
