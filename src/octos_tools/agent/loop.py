@@ -216,6 +216,19 @@ class Agent:
         text = ""
         finish: str | None = None
         iteration = 0
+
+        def finished(stop: StopReason) -> AgentResult:
+            return AgentResult(
+                text=text,
+                stop_reason=stop,
+                iterations=iteration,
+                usage=usage,
+                tool_usage=tool_usage,
+                messages=list(self.messages),
+                tool_results=records,
+                finish_reason=finish,
+            )
+
         while iteration < self.max_iterations:
             iteration += 1
             specs = self.session.before_model_request()
@@ -232,16 +245,7 @@ class Agent:
                 AgentEvent("model_response", iteration, text=turn.text, calls=tuple(calls))
             )
             if not calls:
-                return AgentResult(
-                    text=text,
-                    stop_reason=StopReason.COMPLETED,
-                    iterations=iteration,
-                    usage=usage,
-                    tool_usage=tool_usage,
-                    messages=list(self.messages),
-                    tool_results=records,
-                    finish_reason=finish,
-                )
+                return finished(StopReason.COMPLETED)
             for call in calls:
                 await self._emit(AgentEvent("tool_start", iteration, call=call))
             results = await self.session.after_tool_calls(calls)
@@ -254,13 +258,4 @@ class Agent:
         logger.warning(
             "agent stopped after %d model requests with tool calls still coming", iteration
         )
-        return AgentResult(
-            text=text,
-            stop_reason=StopReason.MAX_ITERATIONS,
-            iterations=iteration,
-            usage=usage,
-            tool_usage=tool_usage,
-            messages=list(self.messages),
-            tool_results=records,
-            finish_reason=finish,
-        )
+        return finished(StopReason.MAX_ITERATIONS)

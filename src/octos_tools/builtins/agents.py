@@ -245,6 +245,18 @@ class _AgentTool(Tool):
     def __init__(self, hub: AgentHub) -> None:
         self.hub = hub
 
+    def _agent(self, args: JSONObject) -> TaskRecord:
+        """The task of the agent named by ``args`` (``id`` or an alias).
+
+        Raises:
+            ToolError: ``invalid_arguments`` without an id, ``not_found`` for an unknown one.
+        """
+        return self.hub.record(_target(args, self.name))
+
+    def _reply(self, out: JSONObject) -> ToolResult:
+        """``out`` as compact JSON text and as metadata (with ``codex_tool``)."""
+        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+
 
 class SpawnAgentTool(_AgentTool):
     """``spawn_agent`` (Codex P0; tags gateway, code; Exclusive): start a child agent.
@@ -316,11 +328,7 @@ class SpawnAgentTool(_AgentTool):
         rec = self.hub.start(ctx, delegate, request, self.name)
         if args.get("mode") == "sync":
             await self.hub.supervisor.wait([rec.id], None)
-        status = _status(rec)
-        return ToolResult.ok(
-            _json(status),
-            structured_metadata={"codex_tool": self.name, **status},
-        )
+        return self._reply(_status(rec))
 
 
 class SendInputTool(_AgentTool):
@@ -344,8 +352,7 @@ class SendInputTool(_AgentTool):
     }
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        agent_id = _target(args, self.name)
-        rec = self.hub.record(agent_id)
+        rec = self._agent(args)
         message = str(args.get("message") or "")
         if args.get("items"):
             message = (message + "\n" if message else "") + _render_items(args["items"])
@@ -370,7 +377,7 @@ class SendInputTool(_AgentTool):
                 if rec.terminal or delegate is None or not isinstance(delegate, SupportsLiveInput)
                 else "the agent did not take the message now; it is recorded"
             )
-        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+        return self._reply(out)
 
 
 class ResumeAgentTool(_AgentTool):
@@ -389,15 +396,14 @@ class ResumeAgentTool(_AgentTool):
     }
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        agent_id = _target(args, self.name)
-        rec = self.hub.record(agent_id)
+        rec = self._agent(args)
         if not rec.terminal:
             out: JSONObject = {
                 "agent_id": rec.id,
                 "status": rec.status.value,
                 "message": "the agent is still running",
             }
-            return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+            return self._reply(out)
         delegate = self.hub.delegate_for(ctx)
         if delegate is None:
             raise ToolError(ErrorKind.NOT_CONFIGURED, "no sub-agent runner is attached")
@@ -407,7 +413,7 @@ class ResumeAgentTool(_AgentTool):
         new = self.hub.start(ctx, delegate, new_request, "spawn_agent")
         new.metadata["resumed_from"] = rec.id
         out = {"agent_id": rec.id, "resumed_agent_id": new.id, "status": new.status.value}
-        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+        return self._reply(out)
 
 
 class WaitAgentTool(_AgentTool):
@@ -448,7 +454,7 @@ class WaitAgentTool(_AgentTool):
             for i in ids
         ]
         out: JSONObject = {"agents": agents, "timed_out": timed_out}
-        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+        return self._reply(out)
 
 
 class CloseAgentTool(_AgentTool):
@@ -464,12 +470,11 @@ class CloseAgentTool(_AgentTool):
     }
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        agent_id = _target(args, self.name)
-        rec = self.hub.record(agent_id)
+        rec = self._agent(args)
         if not rec.terminal and self.hub.supervisor.cancel(rec.id):
             await self.hub.supervisor.wait([rec.id], 5.0)
         out: JSONObject = {"agent_id": rec.id, "status": rec.status.value, "closed": True}
-        return ToolResult.ok(_json(out), structured_metadata={"codex_tool": self.name, **out})
+        return self._reply(out)
 
 
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:

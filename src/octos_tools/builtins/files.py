@@ -74,12 +74,21 @@ class FileTool(WorkspaceTool):
         #: the tool, not the registry, decides where to cut and says how to continue).
         self.output_budget = max(2_000, int(max_output * 0.8))
 
-    def _check_writable(self, ctx: ToolContext | None) -> None:
+    def _write_target(self, ctx: ToolContext | None, path: str) -> tuple[Workspace, str]:
+        """The workspace and ``path`` relative to it, for a tool that writes ``path``.
+
+        Raises:
+            ToolError: ``not_configured`` without a workspace, the path kinds of
+                :meth:`Workspace.relpath`, ``policy_denied`` in a read-only context.
+        """
+        ws = self.workspace_for(ctx)
+        rel = ws.relpath(path)
         if ctx is not None and ctx.permissions.read_only:
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
                 f"{self.name} cannot write: this context has read-only file access",
             )
+        return ws, rel
 
     @staticmethod
     async def _in_thread(fn: Callable[[], _T]) -> _T:
@@ -398,11 +407,9 @@ class WriteFileTool(FileTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self.workspace_for(ctx)
         path = str_arg(args, "path")
         content = str_arg(args, "content")
-        rel = ws.relpath(path)
-        self._check_writable(ctx)
+        ws, rel = self._write_target(ctx, path)
         try:
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -559,13 +566,11 @@ class EditFileTool(FileTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self.workspace_for(ctx)
         path = str_arg(args, "path")
         old = str_arg(args, "old_string")
         new = str_arg(args, "new_string")
         replace_all = bool(args.get("replace_all", False))
-        rel = ws.relpath(path)
-        self._check_writable(ctx)
+        ws, rel = self._write_target(ctx, path)
         if not old:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
@@ -715,11 +720,9 @@ class DiffEditTool(FileTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        ws = self.workspace_for(ctx)
         path = str_arg(args, "path")
         diff = str_arg(args, "diff")
-        rel = ws.relpath(path)
-        self._check_writable(ctx)
+        ws, rel = self._write_target(ctx, path)
         hunks = parse_unified_diff(diff)
         return await self._in_thread(lambda: self._apply(ws, path, rel, hunks))
 

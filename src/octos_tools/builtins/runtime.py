@@ -58,7 +58,7 @@ import stat
 import sys
 import termios
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -967,6 +967,17 @@ class ExecSession:
     busy: bool = False
     watchdog: asyncio.Task[None] | None = None
 
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Mark the session ``busy`` for the ``with`` block (so it is not evicted or used by
+        another call), then stamp ``last_used``."""
+        self.busy = True
+        try:
+            yield
+        finally:
+            self.busy = False
+            self.last_used = time.monotonic()
+
     async def poll(self, yield_secs: float, limit: int) -> tuple[str, bool, int | None]:
         """Wait up to ``yield_secs`` (less when the command exits), then return
         ``(output since the last read, running, exit code)``."""
@@ -1204,15 +1215,12 @@ class ExecCommandTool(_CommandTool):
         session = await self.sessions.start(
             command, cwd=cwd, timeout=timeout, tty=tty, buffer_bytes=self.config.max_output_bytes
         )
-        session.busy = True
-        try:
-            text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
-        except BaseException:
-            await self.sessions.close(session.id)
-            raise
-        finally:
-            session.busy = False
-            session.last_used = time.monotonic()
+        with session.in_use():
+            try:
+                text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
+            except BaseException:
+                await self.sessions.close(session.id)
+                raise
         return _session_result(session, text, running, code, self.sessions, self.name)
 
     async def aclose(self) -> None:
@@ -1273,17 +1281,13 @@ class WriteStdinTool(Tool):
         limit = _output_limit(args.get("max_output_tokens"), self.config.max_output_bytes - 200)
         wait_ms = int(args.get("yield_time_ms", WRITE_STDIN_DEFAULT_YIELD_MS))
         chars = args.get("chars") or ""
-        session.busy = True
-        try:
+        with session.in_use():
             if chars:
                 if not session.proc.running:
                     pass  # the exit is reported below; the input has nowhere to go
                 else:
                     await session.proc.write(chars.encode("utf-8"))
             text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
-        finally:
-            session.busy = False
-            session.last_used = time.monotonic()
         return _session_result(session, text, running, code, self.sessions, self.name)
 
     async def aclose(self) -> None:

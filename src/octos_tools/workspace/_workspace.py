@@ -333,13 +333,7 @@ class Workspace:
             PathError: ``invalid_arguments``, ``path_outside_workspace``, ``symlink_refused``
                 (a symlinked parent), ``permission_denied``.
         """
-        try:
-            self.stat(path)
-        except PathError as exc:
-            if exc.kind in (ErrorKind.NOT_FOUND, ErrorKind.NOT_A_DIRECTORY):
-                return False
-            raise
-        return True
+        return self._stat_if_present(path) is not None
 
     def is_file(self, path: str | os.PathLike[str]) -> bool:
         """``True`` if ``path`` is a regular file (not a symlink to one)."""
@@ -350,11 +344,17 @@ class Workspace:
         return self._is(path, stat_mod.S_ISDIR)
 
     def _is(self, path: str | os.PathLike[str], test: Callable[[int], bool]) -> bool:
+        st = self._stat_if_present(path)
+        return st is not None and test(st.st_mode)
+
+    def _stat_if_present(self, path: str | os.PathLike[str]) -> os.stat_result | None:
+        """:meth:`stat`, or ``None`` when ``path`` or a parent is missing or a parent is not
+        a directory; other failures raise."""
         try:
-            return test(self.stat(path).st_mode)
+            return self.stat(path)
         except PathError as exc:
             if exc.kind in (ErrorKind.NOT_FOUND, ErrorKind.NOT_A_DIRECTORY):
-                return False
+                return None
             raise
 
     # ------------------------------------------------------------------ listing
@@ -636,22 +636,10 @@ class _Transaction:
             pfd = self._open_parent(parts[:-1], rel, create=ch.content is not None)
             item = _Staged(rel=rel, pfd=pfd, name=parts[-1], content=ch.content)
             self.items.append(item)
-            try:
-                st: os.stat_result | None = os.stat(item.name, dir_fd=pfd, follow_symlinks=False)
-            except FileNotFoundError:
-                st = None
-            except OSError as exc:
-                raise _map_os_error(exc, rel) from None
+            st = _existing_file(
+                pfd, item.name, rel, link_note="it is neither followed nor replaced"
+            )
             if st is not None:
-                if stat_mod.S_ISLNK(st.st_mode):
-                    raise PathError(
-                        ErrorKind.SYMLINK_REFUSED,
-                        f"{rel} is a symbolic link; it is neither followed nor replaced",
-                    )
-                if stat_mod.S_ISDIR(st.st_mode):
-                    raise PathError(ErrorKind.IS_A_DIRECTORY, f"{rel} is a directory")
-                if not stat_mod.S_ISREG(st.st_mode):
-                    raise PathError(ErrorKind.INVALID_ARGUMENTS, f"{rel} is not a regular file")
                 item.existed = True
                 item.backup, item.backup_copy = _backup(pfd, item.name, rel)
             elif ch.content is None:
@@ -899,24 +887,34 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def _target_mode(pfd: int, name: str, rel: str) -> int:
-    """Permission bits for the new file; refuse symlinks and directories at the target."""
+def _existing_file(pfd: int, name: str, rel: str, *, link_note: str) -> os.stat_result | None:
+    """``lstat`` of the write target ``name`` in ``pfd``: ``None`` when it does not exist,
+    its stat when it is a regular file.
+
+    Raises:
+        PathError: ``symlink_refused`` (the message ends with ``link_note``),
+            ``is_a_directory``, ``invalid_arguments`` for another kind of file, or the
+            mapped ``OSError``.
+    """
     try:
         st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
     except FileNotFoundError:
-        return _default_mode()
+        return None
     except OSError as exc:
         raise _map_os_error(exc, rel) from None
     if stat_mod.S_ISLNK(st.st_mode):
-        raise PathError(
-            ErrorKind.SYMLINK_REFUSED,
-            f"{rel} is a symbolic link; writes never go through links (remove it first)",
-        )
+        raise PathError(ErrorKind.SYMLINK_REFUSED, f"{rel} is a symbolic link; {link_note}")
     if stat_mod.S_ISDIR(st.st_mode):
         raise PathError(ErrorKind.IS_A_DIRECTORY, f"{rel} is a directory")
     if not stat_mod.S_ISREG(st.st_mode):
         raise PathError(ErrorKind.INVALID_ARGUMENTS, f"{rel} is not a regular file")
-    return stat_mod.S_IMODE(st.st_mode)
+    return st
+
+
+def _target_mode(pfd: int, name: str, rel: str) -> int:
+    """Permission bits for the new file; refuse symlinks and directories at the target."""
+    st = _existing_file(pfd, name, rel, link_note="writes never go through links (remove it first)")
+    return _default_mode() if st is None else stat_mod.S_IMODE(st.st_mode)
 
 
 def _stage(pfd: int, data: bytes, mode: int, rel: str) -> str:
