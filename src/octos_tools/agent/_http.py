@@ -18,12 +18,12 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping, Set
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence, Set
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ..tool import JSONObject
+from ..tool import JSONObject, ToolSpec
 from .errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -31,6 +31,7 @@ from .errors import (
     ProviderStatusError,
     ProviderTimeoutError,
 )
+from .provider import ModelTurn
 
 if TYPE_CHECKING:
     import httpx2
@@ -174,7 +175,13 @@ class HTTPProvider:
     Raises:
         ValueError: ``extra_body`` sets a ``reserved`` field; a negative retry count or
             delay, or a non-positive timeout.
+
+    Subclasses set :attr:`completion_path` and implement :meth:`request_body` and
+    :meth:`parse_response`; :meth:`complete` joins them.
     """
+
+    completion_path: ClassVar[str] = ""
+    """The path below ``base_url`` that one model request is POSTed to."""
 
     def __init__(
         self,
@@ -219,6 +226,31 @@ class HTTPProvider:
                 timeout=httpx2.Timeout(self.timeout, connect=self.connect_timeout)
             )
         return self._client
+
+    def request_body(
+        self, messages: Sequence[JSONObject], tools: Sequence[ToolSpec], system: str | None
+    ) -> JSONObject:
+        """The JSON body of one request (the subclass's wire format)."""
+        raise NotImplementedError
+
+    def parse_response(self, data: JSONObject) -> ModelTurn:
+        """Parse a decoded answer (the subclass's wire format)."""
+        raise NotImplementedError
+
+    async def complete(
+        self,
+        messages: Sequence[JSONObject],
+        tools: Sequence[ToolSpec],
+        *,
+        system: str | None = None,
+    ) -> ModelTurn:
+        """POST one request to :attr:`completion_path` and parse the answer.
+
+        Raises:
+            ProviderError: HTTP, timeout or shape failures (see :mod:`.errors`).
+        """
+        body = self.request_body(messages, tools, system)
+        return self.parse_response(await self.post_json(self.completion_path, body))
 
     def user_message(self, text: str) -> JSONObject:
         """``{"role": "user", "content": text}`` (the same in both wire formats)."""

@@ -64,6 +64,8 @@ class AnthropicProvider(HTTPProvider):
     Source: Anthropic Messages API (tool use).
     """
 
+    completion_path = "/v1/messages"
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -129,21 +131,6 @@ class AnthropicProvider(HTTPProvider):
         if tools:
             body["tools"] = formats.anthropic.tools_to_anthropic(tools)
         return body
-
-    async def complete(
-        self,
-        messages: Sequence[JSONObject],
-        tools: Sequence[ToolSpec],
-        *,
-        system: str | None = None,
-    ) -> ModelTurn:
-        """POST one Messages request and parse the answer.
-
-        Raises:
-            ProviderError: HTTP, timeout or shape failures (see :mod:`.errors`).
-        """
-        data = await self.post_json("/v1/messages", self.request_body(messages, tools, system))
-        return self.parse_response(data)
 
     def parse_response(self, data: JSONObject) -> ModelTurn:
         """Parse a decoded Messages answer.

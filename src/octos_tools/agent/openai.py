@@ -79,6 +79,8 @@ class OpenAIChatProvider(HTTPProvider):
     servers follows it.
     """
 
+    completion_path = "/chat/completions"
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -140,21 +142,6 @@ class OpenAIChatProvider(HTTPProvider):
         if tools:
             body["tools"] = formats.openai.tools_to_openai(tools)
         return body
-
-    async def complete(
-        self,
-        messages: Sequence[JSONObject],
-        tools: Sequence[ToolSpec],
-        *,
-        system: str | None = None,
-    ) -> ModelTurn:
-        """POST one Chat Completions request and parse ``choices[0]``.
-
-        Raises:
-            ProviderError: HTTP, timeout or shape failures (see :mod:`.errors`).
-        """
-        data = await self.post_json("/chat/completions", self.request_body(messages, tools, system))
-        return self.parse_response(data)
 
     def parse_response(self, data: JSONObject) -> ModelTurn:
         """Parse a decoded Chat Completions answer.
