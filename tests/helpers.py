@@ -27,9 +27,7 @@ class EchoTool(Tool):
         self.name = name
         self.description = description or f"Echo the given text ({name})."
         self.tags = tags
-        self.concurrency_class = (
-            ConcurrencyClass.EXCLUSIVE if exclusive else ConcurrencyClass.SAFE
-        )
+        self.concurrency_class = ConcurrencyClass.EXCLUSIVE if exclusive else ConcurrencyClass.SAFE
         self.input_schema = {
             "type": "object",
             "properties": {"text": {"type": "string"}},

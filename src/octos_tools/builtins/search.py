@@ -93,8 +93,7 @@ class ListDirTool(FileTool):
         "properties": {
             "path": {
                 "type": "string",
-                "description": "Directory path, relative to the workspace (default '.', the "
-                "root).",
+                "description": "Directory path, relative to the workspace (default '.', the root).",
             }
         },
         "required": [],
