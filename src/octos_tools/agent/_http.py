@@ -49,8 +49,8 @@ def _import_httpx2() -> Any:
         import httpx2
     except ImportError as exc:  # pragma: no cover - the dev environment has it
         raise ImportError(
-            "the model providers need httpx2, part of the 'web' extra: "
-            "pip install 'octos-tools[web]'"
+            "the model providers need httpx2, which the mcp SDK (a dependency of "
+            "octos-tools) installs: reinstall with pip install 'octos-tools[all]'"
         ) from exc
     return httpx2
 
