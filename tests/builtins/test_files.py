@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -198,18 +199,70 @@ async def test_read_latin1_is_shown_with_a_note(root: Path, ws: Workspace) -> No
     assert "2│ // café note" in res.output and "\ufffd" not in res.output
 
 
+async def _call_traced(ws: Workspace, args: dict[str, Any]) -> tuple[ToolResult, int]:
+    """Run read_file and return its result and the peak of newly traced memory (bytes).
+
+    tracemalloc sees allocations of every thread, so the worker thread that reads the file
+    is counted too.
+    """
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        res = await call(files.ReadFileTool, ws, args)
+        return res, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+# A ranged read keeps a 1 MiB chunk and the lines asked for; reading the file whole would
+# take at least MAX_FULL_READ_BYTES (10 MB) for the dense file and 200 MB for the sparse one.
+_RANGED_READ_PEAK = 6 * 1024 * 1024
+
+
 async def test_read_range_of_huge_file_streams(root: Path, ws: Workspace) -> None:
     line = b"0123456789" * 9 + b"\r\n"  # 92 bytes
     n = files.MAX_FULL_READ_BYTES // len(line) + 2000
     (root / "big.log").write_bytes(line * n)
     res = await call(files.ReadFileTool, ws, {"path": "big.log"})
     assert kind(res) == "file_too_large" and "start_line" in res.output
-    res = await call(files.ReadFileTool, ws, {"path": "big.log", "start_line": n - 1})
+    res, peak = await _call_traced(ws, {"path": "big.log", "start_line": n - 1})
     assert res.success, res.output
     assert f"{n - 1}│ 0123" in res.output and f"{n}│ 0123" in res.output
     assert f"of {n:,}" in res.output and "\r" not in res.output
-    res = await call(files.ReadFileTool, ws, {"path": "big.log", "start_line": 5, "end_line": 6})
+    assert peak < _RANGED_READ_PEAK, peak
+    res, peak = await _call_traced(ws, {"path": "big.log", "start_line": 5, "end_line": 6})
     assert "5│ 0123" in res.output and "7│" not in res.output
+    assert peak < _RANGED_READ_PEAK, peak
+
+
+async def test_read_range_of_200mb_file_keeps_memory_bounded(root: Path, ws: Workspace) -> None:
+    # 1,000 text lines, a 200 MB hole (NUL bytes, sparse so it costs no disk and little
+    # time), then 1,000 more lines: line 1,001 is the hole plus one text line.
+    line = b"0123456789" * 9 + b"\n"
+    hole = 200 * 1024 * 1024
+    with open(root / "huge.log", "wb") as fh:
+        fh.write(line * 1000)
+        fh.seek(hole, os.SEEK_CUR)
+        fh.write(line * 1000)
+    size = (root / "huge.log").stat().st_size
+    assert size > hole
+    res, peak = await _call_traced(ws, {"path": "huge.log", "start_line": 3, "end_line": 4})
+    assert res.success, res.output
+    assert "3│ 0123" in res.output and "4│ 0123" in res.output and "5│" not in res.output
+    assert peak < _RANGED_READ_PEAK, peak
+    res, peak = await _call_traced(ws, {"path": "huge.log", "start_line": 1999})
+    assert res.success, res.output
+    assert "1999│ 0123" in res.output and "2000│ 0123" in res.output and "of 2,000" in res.output
+    assert peak < _RANGED_READ_PEAK, peak
+    # The 200 MB line itself: shown cut, never held whole.
+    res, peak = await _call_traced(ws, {"path": "huge.log", "start_line": 1001, "end_line": 1001})
+    assert res.success, res.output
+    assert "1001│ " in res.output and len(res.output.encode()) < 64 * 1024
+    assert peak < _RANGED_READ_PEAK, peak
 
 
 async def test_read_refuses_escapes(root: Path, ws: Workspace, tmp_path: Path) -> None:
