@@ -145,6 +145,13 @@ def test_seek_sequence_levels_and_preference() -> None:
     assert info.value.kind is ErrorKind.AMBIGUOUS_MATCH
 
 
+def test_seek_sequence_trailing_whitespace_level() -> None:
+    assert seek_sequence(["a  "], ["a"], 0) == (0, "trailing whitespace ignored")
+    assert seek_sequence(["x", "a \t", "b"], ["a", "b  "], 0) == (1, "trailing whitespace ignored")
+    # Leading whitespace is not covered by this level: the next level finds it.
+    assert seek_sequence([" a "], ["a"], 0) == (0, "surrounding whitespace ignored")
+
+
 def test_apply_hunks_keeps_file_bytes_for_context_and_endings() -> None:
     [op] = parse_patch(patch("*** Update File: u", "@@", " top-level", "-v = 1", "+v = 2"))
     assert isinstance(op, UpdateFile)
@@ -276,6 +283,94 @@ async def test_symlinks_and_git_are_refused(tmp_path: Path) -> None:
     assert outside.read_text() == "secret\n"
     assert (ws / "link.txt").is_symlink()
     assert not (ws / ".git" / "hooks").exists()
+
+
+def _tree(root: Path) -> dict[str, tuple[str, str | bytes]]:
+    """Every entry under ``root`` without following links: files by content, links by target."""
+    out: dict[str, tuple[str, str | bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            p = Path(dirpath, name)
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_dir():
+                out[rel] = ("dir", "")
+            else:
+                out[rel] = ("file", p.read_bytes())
+    return out
+
+
+@pytest.fixture
+def linked_tree(tmp_path: Path) -> Path:
+    """A workspace ``ws`` with a file, a folder, and links to a file and a folder outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "o.txt").write_text("secret\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a1\n")
+    (ws / "adir").mkdir()
+    (ws / "adir" / "keep.txt").write_text("keep\n")
+    (ws / "link.txt").symlink_to(outside / "o.txt")
+    (ws / "inner_link.txt").symlink_to("a.txt")
+    (ws / "dangling").symlink_to(outside / "missing.txt")
+    (ws / "linkdir").symlink_to(outside)
+    return tmp_path
+
+
+# A good first section before each refused one proves the refusal changes nothing at all.
+_GOOD_FIRST = ("*** Add File: fresh.txt", "+fresh")
+_UPDATE_A = ("@@", "-a1", "+a2")
+
+
+_LINK = ErrorKind.SYMLINK_REFUSED
+_DIR = ErrorKind.IS_A_DIRECTORY
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("sections", "expected"),
+    [
+        pytest.param(("*** Add File: link.txt", "+x"), _LINK, id="add-onto-link-outside"),
+        pytest.param(("*** Add File: inner_link.txt", "+x"), _LINK, id="add-onto-link-inside"),
+        pytest.param(("*** Add File: dangling", "+x"), _LINK, id="add-onto-dangling-link"),
+        pytest.param(("*** Add File: linkdir/new.txt", "+x"), _LINK, id="add-through-linked-dir"),
+        pytest.param(
+            ("*** Update File: a.txt", "*** Move to: linkdir/a.txt", *_UPDATE_A),
+            _LINK,
+            id="move-into-linked-dir",
+        ),
+        pytest.param(
+            ("*** Update File: a.txt", "*** Move to: linkdir/sub/a.txt", *_UPDATE_A),
+            _LINK,
+            id="move-through-linked-dir",
+        ),
+        pytest.param(
+            ("*** Update File: a.txt", "*** Move to: link.txt", *_UPDATE_A),
+            _LINK,
+            id="move-onto-link",
+        ),
+        pytest.param(
+            ("*** Update File: a.txt", "*** Move to: dangling", *_UPDATE_A),
+            _LINK,
+            id="move-onto-dangling-link",
+        ),
+        pytest.param(("*** Add File: adir", "+x"), _DIR, id="add-onto-dir"),
+        pytest.param(("*** Update File: adir", *_UPDATE_A), _DIR, id="update-dir"),
+        pytest.param(
+            ("*** Update File: a.txt", "*** Move to: adir", *_UPDATE_A), _DIR, id="move-onto-dir"
+        ),
+    ],
+)
+async def test_links_and_folders_as_targets_are_refused(
+    linked_tree: Path, sections: tuple[str, ...], expected: ErrorKind
+) -> None:
+    before = _tree(linked_tree)
+    result = await run(linked_tree / "ws", patch(*_GOOD_FIRST, *sections))
+    assert result.error_kind is expected, result.output
+    assert "section 2" in result.output and "No file was changed" in result.output
+    assert _tree(linked_tree) == before
 
 
 @pytest.mark.anyio
