@@ -154,14 +154,13 @@ def test_policy_explain(tmp_path: Path) -> None:
 
 def test_python_dash_m_and_script_agree(ws: Path) -> None:
     script = Path(sys.executable).with_name("octos-tools")
-    if not script.exists():
-        pytest.skip("octos-tools script not installed next to the interpreter")
-    proc = subprocess.run(
-        [str(script), "call", "read_file", '{"path": "hello.txt"}', "-w", str(ws), "--json"],
-        capture_output=True,
-        timeout=120,
-    )
-    assert json.loads(proc.stdout)["success"] is True
+    assert script.exists(), "pip install -e . puts the octos-tools script beside python"
+    argv = ["call", "read_file", '{"path": "hello.txt"}', "-w", str(ws), "--json"]
+    by_script = subprocess.run([str(script), *argv], capture_output=True, timeout=120)
+    by_module = run(*argv)
+    assert by_script.returncode == by_module.returncode == 0
+    assert json.loads(by_script.stdout) == json.loads(by_module.stdout)
+    assert json.loads(by_module.stdout)["success"] is True
 
 
 def test_call_says_a_running_session_ends_with_the_call(ws: Path) -> None:

@@ -25,6 +25,7 @@ import anyio
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -91,7 +92,7 @@ def _root(
 
 
 def _usage_error(message: str) -> NoReturn:
-    _err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    _err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True)
     raise typer.Exit(2)
 
 
@@ -323,7 +324,11 @@ def tools(
             f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
         )
     for item in missing:
-        out.print(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
+        out.print(
+            f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')",
+            markup=False,  # the brackets are the extra, not rich markup
+            highlight=False,
+        )
 
 
 @policy_app.command("explain")
@@ -434,7 +439,7 @@ def policy_explain(
     out.print(f"[bold]{tool}[/bold]: {'[green]allowed' if allowed else '[red]denied'}")
     for step in steps:
         mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
-        out.print(f"  {step['policy']}: {mark} - {step['detail']}", highlight=False)
+        out.print(f"  {step['policy']}: {mark} - {step['detail']}", highlight=False, markup=False)
 
 
 @app.command()
@@ -528,5 +533,5 @@ def main() -> None:
     try:
         app()
     except OctosToolsError as exc:  # a programmer-facing error that escaped a command
-        _err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(2)

@@ -9,6 +9,7 @@ A tool has a declaration part (name, description, JSON-Schema input: together it
 from __future__ import annotations
 
 import copy
+from abc import ABC
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -217,11 +218,12 @@ class ToolSpec:
         }
 
 
-class Tool:
-    """Base class of every tool (seed §6.1 ``Tool`` trait).
+class Tool(ABC):
+    """Abstract base class of every tool (seed §6.1 ``Tool`` trait).
 
     Subclasses set the class attributes (or override them as properties) and implement
-    :meth:`execute` or :meth:`execute_with_context`. Both receive arguments that the registry
+    :meth:`execute` or :meth:`execute_with_context` (at least one: instantiating a class
+    that overrides neither raises ``TypeError``, as an abstract method would). Both receive arguments that the registry
     has already size-checked and validated against :attr:`input_schema`.
 
     Attributes:
@@ -250,6 +252,14 @@ class Tool:
     """Output cap of this tool in bytes (``None``: the registry default, 50,000)."""
     validate_arguments: ClassVar[bool] = True
     """When ``False`` the registry skips JSON-Schema validation (the tool validates itself)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tool:
+        if cls.execute is Tool.execute and cls.execute_with_context is Tool.execute_with_context:
+            raise TypeError(
+                f"Can't instantiate tool class {cls.__name__}: it implements neither "
+                "execute() nor execute_with_context()"
+            )
+        return super().__new__(cls)
 
     async def execute(self, args: JSONObject) -> ToolResult:
         """Run the tool with validated ``args``.
