@@ -218,13 +218,14 @@ class ToolSpec:
         }
 
 
-class Tool(ABC):
+class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
     """Abstract base class of every tool (seed §6.1 ``Tool`` trait).
 
     Subclasses set the class attributes (or override them as properties) and implement
     :meth:`execute` or :meth:`execute_with_context` (at least one: instantiating a class
-    that overrides neither raises ``TypeError``, as an abstract method would). Both receive arguments that the registry
-    has already size-checked and validated against :attr:`input_schema`.
+    that overrides neither raises ``TypeError``, as an abstract method would). Both receive
+    arguments that the registry has already size-checked and validated against
+    :attr:`input_schema`.
 
     Attributes:
         name: unique name the model calls.
@@ -311,7 +312,7 @@ class Tool(ABC):
         clone.workspace = workspace  # type: ignore[attr-defined]
         return clone
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources (processes, sessions); called by ``ToolRegistry.aclose``."""
 
     def __repr__(self) -> str:
