@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from octos_tools.builtins import agents, coding, patch, runtime
-from octos_tools.config import Config
+from octos_tools.config import Config, PolicyConfig
 from octos_tools.contract import CONTRACT_ID, FEATURE, P0_TOOLS, build_contract
 from octos_tools.policy import ToolPolicy
+from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
 from octos_tools.tool import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
@@ -81,4 +82,30 @@ def test_hard_policy_denial(tmp_path: Path, name: str) -> None:
     registry.apply_policy(ToolPolicy(deny=[name]))
     doc = build_contract(registry)
     assert doc["status"] == "incomplete"
-    assert statuses(doc)[name] in ("disabled_by_policy", "missing", "unimplemented")
+    assert statuses(doc)[name] == "disabled_by_policy"
+    assert doc["missing_required_tools"] == [name]
+
+
+@pytest.mark.anyio
+async def test_ready_with_the_served_profile(tmp_path: Path) -> None:
+    registry = build_registry(Config(), tmp_path)
+    try:
+        doc = build_contract(registry)
+    finally:
+        await registry.aclose()
+    assert doc["status"] == "ready", doc["missing_required_tools"]
+    assert doc["missing_required_tools"] == []
+    assert set(statuses(doc).values()) <= {"available", "deferred"}
+
+
+@pytest.mark.anyio
+async def test_served_profile_with_exec_command_denied_is_incomplete(tmp_path: Path) -> None:
+    config = Config(tool_policy=PolicyConfig(deny=["exec_command"]))
+    registry = build_registry(config, tmp_path)
+    try:
+        doc = build_contract(registry)
+    finally:
+        await registry.aclose()
+    assert doc["status"] == "incomplete"
+    assert statuses(doc)["exec_command"] == "disabled_by_policy"
+    assert doc["missing_required_tools"] == ["exec_command"]
