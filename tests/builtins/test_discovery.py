@@ -12,6 +12,7 @@ import pytest
 
 from octos_tools.builtins import discovery
 from octos_tools.builtins.discovery import (
+    DISCOVERY_TOOLS,
     MAX_OUTPUT_BYTES,
     ActivateToolsTool,
     score_catalog,
@@ -224,7 +225,9 @@ async def test_tool_search_exact_name_first_and_limit_clamped() -> None:
     words = "file web search run session page command"
     few = _json(await _call(registry, "tool_search", {"query": words, "limit": 0}))
     assert len(few["matches"]) == 1
-    every = score_catalog(registry.catalog(), words)
+    registry.register(_stand_in("list_dir", "List the files of a folder.", ("fs",)))
+    searchable = [e for e in registry.catalog() if e.name not in DISCOVERY_TOOLS]
+    every = score_catalog(searchable, words)
     assert len(every) > 8  # more than the default limit, so the clamp to 32 shows
     big = _json(await _call(registry, "tool_search", {"query": words, "limit": 1000}))
     assert len(big["matches"]) == len(every)
@@ -267,6 +270,36 @@ async def test_tool_suggest_ranks_tools_for_a_task() -> None:
     assert data["suggestions"][0]["name"] == "shell"
     assert data["suggestions"][0]["score"] > 0
     assert len(data["suggestions"]) <= 5
+
+
+@pytest.mark.anyio
+async def test_discovery_tools_are_not_in_search_or_suggest_results() -> None:
+    registry = _registry()
+    assert DISCOVERY_TOOLS == {"tool_search", "tool_suggest", "activate_tools"}
+    assert DISCOVERY_TOOLS <= set(registry.names())
+    suggest = _json(await _call(registry, "tool_suggest", {"task": "run the test suite"}))
+    names = [s["name"] for s in suggest["suggestions"]]
+    assert names and names[0] in ("shell", "exec_command"), names
+    queries = [
+        "tool_search",
+        "tool_suggest",
+        "activate_tools",
+        "search tools",
+        "suggest tools for a task",
+        "activate load deferred tools",
+        "find a tool",
+    ]
+    for query in queries:
+        for tool, key, list_key in (
+            ("tool_search", "query", "matches"),
+            ("tool_suggest", "task", "suggestions"),
+        ):
+            data = _json(await _call(registry, tool, {key: query, "limit": 32}))
+            assert not {m["name"] for m in data[list_key]} & DISCOVERY_TOOLS, (tool, query)
+            assert data["total"] == len(registry.catalog())
+    # Named exactly, they are still described.
+    data = _json(await _call(registry, "tool_search", {"query": "select:tool_suggest"}))
+    assert [m["name"] for m in data["matches"]] == ["tool_suggest"]
 
 
 def test_tokenize_splits_names_drops_stop_words_and_plurals() -> None:

@@ -12,8 +12,9 @@ pieces instead of flooding its context.
 * ``tool_search`` / ``tool_suggest`` (reference §1.6) rank the registry's *live* catalog
   (:meth:`~octos_tools.registry.ToolRegistry.catalog`, rebuilt after every mutation, so a
   tool registered later is found). Unlike octos, deferred tools are included and marked
-  ``"state": "deferred"`` with how to load them; a policy-denied tool never appears. The
-  ranking is :func:`score_catalog` (a BM25F score, documented there).
+  ``"state": "deferred"`` with how to load them; a policy-denied tool never appears, nor
+  do the discovery tools themselves (:data:`DISCOVERY_TOOLS`). The ranking is
+  :func:`score_catalog` (a BM25F score, documented there).
 * ``read_task_output`` (reference §6.4) reads a task's log with ``head``, ``tail``,
   ``grep``, ``line_range`` or ``file`` modes: 1–500 lines, at most :data:`MAX_OUTPUT_BYTES`
   bytes of UTF-8 (cut on a character boundary), ``tail`` read backwards from the end so a
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_LINES",
+    "DISCOVERY_TOOLS",
     "MAX_LINES",
     "MAX_OUTPUT_BYTES",
     "ActivateToolsTool",
@@ -413,6 +415,12 @@ def _dumps(data: JSONObject) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+DISCOVERY_TOOLS = frozenset({"activate_tools", "tool_search", "tool_suggest"})
+"""Left out of ``tool_search`` / ``tool_suggest`` rankings (ours): the model is already
+using them, and their descriptions ("tools", "task", "find") match almost any query, so
+``tool_suggest {"task": "run the test suite"}`` would rank itself first."""
+
+
 def _select(registry: ToolRegistry, spec: str, key: str, query: str) -> ToolResult:
     wanted = [n.strip() for n in spec.split(",") if n.strip()]
     by_name = {e.name: e for e in registry.catalog()}
@@ -445,7 +453,10 @@ class ToolSearchTool(Tool):
     Results carry ``name``, ``description`` (first 300 characters), ``tags``, ``state``
     (``active`` / ``deferred`` / ``hidden``), ``group`` and ``score``; when any result is
     deferred, one top-level ``load`` says how to load such tools. Policy-denied tools are
-    never in the catalog. Output is compact JSON.
+    never in the catalog. The discovery tools themselves (:data:`DISCOVERY_TOOLS`:
+    ``tool_search``, ``tool_suggest``, ``activate_tools``) are left out of the ranked results,
+    as a model that is searching already has them; ``select:`` still returns them when named
+    exactly, and ``total`` counts the whole catalog. Output is compact JSON.
     """
 
     name = "tool_search"
@@ -497,7 +508,8 @@ class ToolSearchTool(Tool):
         if query.lower().startswith("select:"):
             return _select(registry, query[len("select:") :], self.key, query)
         catalog = registry.catalog()
-        chosen = score_catalog(catalog, query)[:limit]
+        searchable = [e for e in catalog if e.name not in DISCOVERY_TOOLS]
+        chosen = score_catalog(searchable, query)[:limit]
         results = [_entry_json(registry, s.entry, score=s.score, full=False) for s in chosen]
         list_key = "matches" if self.key == "query" else "suggestions"
         data: JSONObject = {self.key: query, list_key: results, "total": len(catalog)}
@@ -522,8 +534,10 @@ class ToolSearchTool(Tool):
 class ToolSuggestTool(ToolSearchTool):
     """``tool_suggest {task, limit=5}``: the tools that best fit a task described in prose.
 
-    Same ranking as :class:`ToolSearchTool` (stop words such as "I want to" are ignored);
-    the result lists ``suggestions`` with their scores.
+    Same ranking as :class:`ToolSearchTool` (stop words such as "I want to" are ignored),
+    so the discovery tools themselves (``tool_search``, ``tool_suggest``,
+    ``activate_tools``) are never suggested; the result lists ``suggestions`` with their
+    scores.
     """
 
     name = "tool_suggest"
