@@ -28,6 +28,7 @@ from .function_tool import FunctionTool, tool
 from .lifecycle import ToolLifecycle
 from .policy import GROUPS, PolicyDecision, ToolPolicy, resolve_provider_policy
 from .registry import CatalogEntry, ToolRegistry
+from .session import ToolSession
 from .tasks import TaskRecord, TaskStatus, TaskSupervisor
 from .tool import ConcurrencyClass, TokenUsage, Tool, ToolResult, ToolSpec
 
@@ -58,6 +59,7 @@ __all__ = [
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
+    "ToolSession",
     "ToolSpec",
     "__version__",
     "current_context",
