@@ -490,7 +490,7 @@ def serve(
     read_only: ReadOnlyOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
-    from .mcp.server import is_loopback, run_server
+    from .mcp.server import bind_socket, is_loopback, run_server
 
     if transport not in ("stdio", "http"):
         _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
@@ -510,12 +510,24 @@ def serve(
             )
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
+    sock = None
+    if transport == "http":
+        try:
+            sock = bind_socket(host, port)
+        except OSError as exc:
+            _usage_error(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
     async def run() -> None:
         try:
             async with _mounted(registry, cfg):
                 await run_server(
-                    registry, transport=transport, host=host, port=port, read_only=cfg.read_only
+                    registry,
+                    transport=transport,
+                    host=host,
+                    port=port,
+                    read_only=cfg.read_only,
+                    sock=sock,
+                    exit_on_signal=True,
                 )
         finally:
             with anyio.CancelScope(shield=True):

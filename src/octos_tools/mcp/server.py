@@ -38,6 +38,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -48,7 +51,10 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
@@ -59,12 +65,14 @@ from ..tool import ConcurrencyClass, ToolResult, ToolSpec
 if TYPE_CHECKING:
     from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
     from ..registry import ToolRegistry
 
 __all__ = [
     "LOOPBACK_HOSTS",
     "OctosMcpServer",
+    "bind_socket",
     "is_loopback",
     "result_to_mcp",
     "spec_to_mcp",
@@ -94,6 +102,146 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` for :meth:`OctosMcpServer.serve_http`.
+
+    Bound before the server starts so that a busy port or a bad address is a plain
+    ``OSError`` the caller can report in one line (uvicorn would ``sys.exit(3)`` from
+    inside the event loop).
+
+    Raises:
+        OSError: the address cannot be resolved or bound (``EADDRINUSE`` when taken).
+    """
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+
+
+def _transport_security(host: str) -> TransportSecuritySettings | None:
+    """Host/Origin checks against DNS rebinding for a loopback bind (MCP transport spec:
+    servers on localhost must validate ``Origin``). The SDK enables them only for the
+    literal hosts ``127.0.0.1``, ``localhost`` and ``::1``; every loopback address gets
+    them here. ``None`` (no checks) for a remote bind, whose public names we cannot know."""
+    if not is_loopback(host):
+        return None
+    bare = host.strip("[]")
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{bare}]" if ":" in bare else bare}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(names | {f"{n}:*" for n in names}),
+        allowed_origins=sorted({f"http://{n}" for n in names} | {f"http://{n}:*" for n in names}),
+    )
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, announcing ``tools.listChanged`` in every handshake.
+
+    The streamable-HTTP session manager builds the ``initialize`` result with
+    ``create_initialization_options()`` and no arguments, which would say
+    ``listChanged: false`` over HTTP although we do send the notification.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def _invalid_line_reply(exc: Exception) -> types.JSONRPCError | None:
+    """The JSON-RPC error answering a stdio line the SDK could not decode, or ``None``
+    when none is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5).
+
+    ``-32700`` (id null) for text that is not JSON; ``-32602`` for a request whose
+    ``params`` are not an object; ``-32600`` for anything else. The request id is
+    recovered when the envelope has a usable one, so the client is not left waiting.
+    """
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    if any(e["type"] == "json_invalid" for e in errors):
+        return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
+    envelope = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)
+    if envelope is None:
+        return _rpc_error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
+    if "method" not in envelope:
+        has_outcome = "result" in envelope or "error" in envelope
+        return None if has_outcome else _rpc_error(None, -32600, "Invalid request")
+    rid = envelope.get("id")
+    if "id" not in envelope:
+        return None
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return _rpc_error(None, -32600, "Invalid request: id must be a string or an integer")
+    if (
+        envelope.get("jsonrpc") == "2.0"
+        and isinstance(envelope.get("method"), str)
+        and "params" in envelope
+        and not isinstance(envelope["params"], dict)
+    ):
+        return _rpc_error(rid, -32602, "Invalid params: params must be an object")
+    return _rpc_error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
+
+
+def _rpc_error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+    )
+
+
+class _AnsweringReadStream:
+    """A stdio read stream that answers undecodable lines instead of dropping them.
+
+    The SDK's stdio transport turns a line it cannot decode into an ``Exception`` item,
+    which the dispatcher only logs: a client that sent a malformed request would wait
+    forever. Here each such item gets its JSON-RPC error on ``write_stream``.
+    """
+
+    def __init__(
+        self,
+        inner: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+    ) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            reply = _invalid_line_reply(item)
+            logger.debug("undecodable stdio line (%s); answered: %s", item, reply is not None)
+            if reply is not None:
+                await self._write.send(SessionMessage(reply))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _AnsweringReadStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnsweringReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def spec_to_mcp(spec: ToolSpec) -> types.Tool:
@@ -182,7 +330,7 @@ class OctosMcpServer:
         self.session = ToolSession(registry, base_ctx)
         self.bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self.bus)
-        self.server: Server[Any] = Server(
+        self.server: Server[Any] = _Server(
             name,
             version=__version__,
             title="octos-tools",
@@ -196,6 +344,7 @@ class OctosMcpServer:
         self.server.middleware = []
         self.announcements = 0
         self._exclusive = anyio.Lock()
+        self._calls_running = 0
         self._dirty = anyio.Event()
         self._announced: tuple[str, ...] = tuple(s.name for s in registry.specs())
         self._specs_seen: list[ToolSpec] | None = None
@@ -229,11 +378,15 @@ class OctosMcpServer:
             progress=_progress_reporter(ctx),
         )
         args = params.arguments if params.arguments is not None else {}
-        if self.registry.concurrency_class(params.name) is ConcurrencyClass.EXCLUSIVE:
-            async with self._exclusive:
+        self._calls_running += 1
+        try:
+            if self.registry.concurrency_class(params.name) is ConcurrencyClass.EXCLUSIVE:
+                async with self._exclusive:
+                    result = await self.registry.execute(params.name, args, call_ctx)
+            else:
                 result = await self.registry.execute(params.name, args, call_ctx)
-        else:
-            result = await self.registry.execute(params.name, args, call_ctx)
+        finally:
+            self._calls_running -= 1
         return result_to_mcp(result)
 
     # ------------------------------------------------------------------ list_changed
@@ -287,16 +440,45 @@ class OctosMcpServer:
         """The ``initialize`` result payload (tools ``listChanged: true``)."""
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
-    async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin/stdout until it closes stdin."""
+    async def serve_stdio(self, *, exit_on_signal: bool = False) -> None:
+        """Serve one client over this process's stdin/stdout until it closes stdin.
+
+        A line that is not a valid JSON-RPC message is answered with a JSON-RPC error
+        (``-32700`` / ``-32600`` / ``-32602``) and serving goes on.
+
+        Args:
+            exit_on_signal: for a server process (``octos-tools serve``): on SIGTERM,
+                SIGINT or SIGHUP cancel the running calls (their processes are killed),
+                close the registry and end the process. The SDK reads stdin in a worker
+                thread that no cancellation can interrupt while the client keeps the pipe
+                open, so the process leaves with ``os._exit(128 + signal)`` once the
+                cleanup is done (bounded: 10 s for the calls, 10 s for the registry).
+        """
         from mcp.server.stdio import stdio_server
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_changes)
+            if exit_on_signal:
+                tg.start_soon(self._exit_on_signal, tg.cancel_scope)
             async with stdio_server() as (read_stream, write_stream):
-                await self.server.run(read_stream, write_stream, self.initialization_options())
+                answering = _AnsweringReadStream(read_stream, write_stream)
+                await self.server.run(answering, write_stream, self.initialization_options())
             self.listen_handler.close()
             tg.cancel_scope.cancel()
+
+    async def _exit_on_signal(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+            signum = await anext(sigs)
+        logger.info("signal %d: cancelling %d running call(s)", signum, self._calls_running)
+        scope.cancel()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(10):
+                while self._calls_running:
+                    await anyio.sleep(0.02)
+            with anyio.move_on_after(10):
+                await self.registry.aclose()
+        sys.stderr.flush()
+        os._exit(128 + int(signum))
 
     async def serve_http(
         self,
@@ -306,6 +488,7 @@ class OctosMcpServer:
         path: str = "/mcp",
         json_response: bool = False,
         on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         """Serve streamable HTTP at ``http://host:port{path}`` until cancelled.
 
@@ -317,11 +500,19 @@ class OctosMcpServer:
             path: the endpoint path.
             json_response: answer plain JSON instead of SSE where the protocol allows.
             on_ready: called with the endpoint URL once the socket listens.
+            sock: an already listening socket (:func:`bind_socket`) to serve instead of
+                binding ``host:port``; ``host`` still decides the Host/Origin checks.
+
+        Loopback hosts get the DNS-rebinding protection (``Host`` and ``Origin`` must name
+        a loopback address: a page of another origin in a browser cannot drive the server).
         """
         import uvicorn
 
         app = self.server.streamable_http_app(
-            streamable_http_path=path, json_response=json_response, host=host
+            streamable_http_path=path,
+            json_response=json_response,
+            host=host,
+            transport_security=_transport_security(host),
         )
         config = uvicorn.Config(
             app,
@@ -336,7 +527,7 @@ class OctosMcpServer:
 
         async def run_uvicorn() -> None:
             try:
-                await server.serve()
+                await server.serve(sockets=[sock] if sock is not None else None)
             finally:
                 self.listen_handler.close()
                 tg.cancel_scope.cancel()
@@ -381,19 +572,24 @@ async def run_server(
     port: int = 8765,
     read_only: bool = False,
     stderr: Any = None,
+    sock: socket.socket | None = None,
+    exit_on_signal: bool = False,
 ) -> None:
     """Serve ``registry`` on ``transport`` (``"stdio"`` or ``"http"``) until the client
-    leaves (stdio) or the process is interrupted (HTTP). Status lines go to ``stderr``."""
+    leaves (stdio) or the process is interrupted (HTTP). Status lines go to ``stderr``.
+
+    ``sock``: HTTP, a socket from :func:`bind_socket` to serve on. ``exit_on_signal``:
+    stdio, see :meth:`OctosMcpServer.serve_stdio` (only for a process of its own)."""
     err = stderr if stderr is not None else sys.stderr
     server = OctosMcpServer(registry, read_only=read_only)
     names: Sequence[str] = server.visible_names()
     if transport == "stdio":
         logger.info("serving %d visible tools over stdio", len(names))
-        await server.serve_stdio()
+        await server.serve_stdio(exit_on_signal=exit_on_signal)
         return
 
     def ready(url: str) -> None:
         print(f"octos-tools: MCP server listening on {url} ({len(names)} tools)", file=err)
         err.flush()
 
-    await server.serve_http(host, port, on_ready=ready)
+    await server.serve_http(host, port, on_ready=ready, sock=sock)
