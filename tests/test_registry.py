@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from jsonschema import SchemaError
 
 from octos_tools.context import ToolContext, current_context
 from octos_tools.errors import ErrorKind
@@ -510,3 +511,25 @@ def test_enforce_hard_policies_covers_tools_registered_later() -> None:
     assert r.enforce_hard_policies() == ["srv__write", "srv__read"]
     assert r.names() == ["read_file"]
     assert "srv__write" in r.removed_by_policy()
+
+
+@pytest.mark.anyio
+async def test_schema_checked_lazily_or_on_request() -> None:
+    bad = EchoTool("bad")
+    bad.input_schema = {"type": "object", "properties": {"x": {"type": "no-such-type"}}}
+    r = ToolRegistry()
+    with pytest.raises(SchemaError):
+        r.register(bad, check_schema=True)
+    r.register(bad)  # cheap by default: checked on first use
+    with pytest.raises(SchemaError, match="'bad' has an invalid input schema"):
+        r.check_schemas()
+    res = await r.execute("bad", {"x": 1})
+    assert res.error_kind is ErrorKind.INTERNAL_ERROR and "invalid input schema" in res.output
+
+
+def test_every_builtin_schema_is_valid(tmp_path: Any) -> None:
+    from octos_tools.profile import build_registry
+
+    registry = build_registry(None, tmp_path)
+    registry.check_schemas()  # raises on the first invalid schema
+    assert len(registry) > 20

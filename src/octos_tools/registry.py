@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, SchemaError
 
 from .arguments import MAX_ARGS_SIZE, compile_schema, parse_arguments, validate_arguments
 from .context import ToolContext, use_context
@@ -163,13 +163,23 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ registration
 
-    def register(self, tool: Tool) -> None:
+    def register(self, tool: Tool, *, check_schema: bool = False) -> None:
         """Register ``tool``; a tool of the same name is replaced (keeping its position).
+
+        The input schema is compiled (and checked against the JSON Schema meta-schema) on
+        the tool's first call, not here: checking every builtin's schema costs ~0.1 s at each
+        start of a one-shot CLI call. Pass ``check_schema=True`` (or call
+        :meth:`check_schemas`) to check at once, e.g. for schemas from another server.
+
+        Args:
+            tool: the tool.
+            check_schema: validate the input schema against the meta-schema now.
 
         Raises:
             ValueError: if the name is not ``^[a-zA-Z0-9_-]{1,64}$`` or the input schema is
                 not an object schema.
-            jsonschema.SchemaError: if the input schema is not valid JSON Schema.
+            jsonschema.SchemaError: with ``check_schema=True``, if the input schema is not
+                valid JSON Schema.
         """
         if not isinstance(tool, Tool):
             raise TypeError(f"register() takes a Tool, got {type(tool).__name__}")
@@ -181,9 +191,34 @@ class ToolRegistry:
         schema = tool.input_schema
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             raise ValueError(f"tool {tool.name!r}: input_schema must be a JSON Schema object")
-        self._validators[tool.name] = (schema, compile_schema(schema))
+        if check_schema:
+            self._validators[tool.name] = (schema, compile_schema(schema))
+        else:
+            self._validators.pop(tool.name, None)
         self._tools[tool.name] = tool
         self._mutated()
+
+    def check_schemas(self) -> None:
+        """Compile every registered tool's input schema now.
+
+        Raises:
+            jsonschema.SchemaError: naming the first tool whose schema is not valid JSON
+                Schema (Draft 2020-12).
+        """
+        for tool in self._tools.values():
+            self._validator_of(tool)
+
+    def _validator_of(self, tool: Tool) -> Draft202012Validator:
+        cached = self._validators.get(tool.name)
+        if cached is None or cached[0] is not tool.input_schema:
+            try:
+                validator = compile_schema(tool.input_schema)
+            except SchemaError as exc:
+                raise SchemaError(
+                    f"tool {tool.name!r} has an invalid input schema: {exc.message}"
+                ) from exc
+            cached = self._validators[tool.name] = (tool.input_schema, validator)
+        return cached[1]
 
     def unregister(self, name: str) -> bool:
         """Remove a tool; ``False`` if it was not registered."""
@@ -656,13 +691,10 @@ class ToolRegistry:
         if tool is None:
             raise self._unknown_tool(name)
         if tool.validate_arguments:
-            cached = self._validators.get(name)
-            if cached is None or cached[0] is not tool.input_schema:
-                cached = self._validators[name] = (
-                    tool.input_schema,
-                    compile_schema(tool.input_schema),
-                )
-            validator = cached[1]
+            try:
+                validator = self._validator_of(tool)
+            except SchemaError as exc:
+                raise ToolError(ErrorKind.INTERNAL_ERROR, str(exc.message)) from None
             parsed = validate_arguments(
                 parsed, tool.input_schema, tool_name=name, validator=validator
             )

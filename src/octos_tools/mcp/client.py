@@ -534,7 +534,7 @@ class McpMounts:
                 )
             tool = McpTool(name, remote, conn)
             try:
-                self.registry.register(tool)
+                self.registry.register(tool, check_schema=True)
             except Exception as exc:  # noqa: BLE001 - a bad schema must not stop the host
                 logger.warning("MCP tool %r of server %r skipped: %s", remote.name, server, exc)
                 continue
