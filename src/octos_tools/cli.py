@@ -210,12 +210,6 @@ async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
     return result[0]
 
 
-def _estimate_tokens(spec_json: str) -> int:
-    from .tokens import count_tokens
-
-    return count_tokens(spec_json)
-
-
 @app.command()
 def tools(
     workspace: WorkspaceOpt = None,
@@ -228,7 +222,7 @@ def tools(
 ) -> None:
     """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
     from .builtins import MISSING_EXTRAS
-    from .tokens import TOKENIZER_NAME
+    from .tokens import TOKENIZER_NAME, count_tokens
 
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
@@ -241,6 +235,7 @@ def tools(
         anyio.run(mount_once)
     rows: list[dict[str, Any]] = []
     total = 0
+    visible_specs = {spec.name: spec for spec in registry.specs()}  # the request's own specs
     for name in registry.names():
         tool = registry.get(name)
         assert tool is not None
@@ -249,14 +244,14 @@ def tools(
             state = "denied"
         elif registry.is_deferred(name):
             state = "deferred"
-        elif registry.is_visible(name):
+        elif name in visible_specs:
             state = "visible"
         else:
             state = "hidden"
         spec_tokens = None
         if state == "visible":
-            spec = tool.spec_for(registry)
-            spec_tokens = _estimate_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
+            spec = visible_specs[name]
+            spec_tokens = count_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
             total += spec_tokens
         rows.append(
             {

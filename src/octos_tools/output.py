@@ -9,8 +9,9 @@ keys, so a tool that reads a ``.env`` file does not hand the secret to the model
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "cap_output", "redact_secrets"]
+__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "cap_output", "redact_secrets", "redact_value"]
 
 DEFAULT_MAX_OUTPUT_BYTES = 50_000
 """Default output cap in bytes (reference §7)."""
@@ -113,3 +114,21 @@ def redact_secrets(text: str) -> str:
         if any(m in text for m in markers):
             text = pattern.sub(_mask, text)
     return text
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` with :func:`redact_secrets` applied to every string in it, keys kept.
+
+    For ``structured_metadata``, which reaches the model too (MCP ``structuredContent``, the
+    CLI's JSON). Returns the same object when nothing changed. Recursion depth is that of the
+    tool's own metadata.
+    """
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if isinstance(value, dict):
+        items = {k: redact_value(v) for k, v in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list | tuple):
+        seq = [redact_value(v) for v in value]
+        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
+    return value

@@ -38,7 +38,7 @@ from .arguments import MAX_ARGS_SIZE, compile_schema, parse_arguments, validate_
 from .context import ToolContext, use_context
 from .errors import ErrorKind, ToolError
 from .lifecycle import ToolLifecycle
-from .output import DEFAULT_MAX_OUTPUT_BYTES, cap_output, redact_secrets
+from .output import DEFAULT_MAX_OUTPUT_BYTES, cap_output, redact_secrets, redact_value
 from .policy import GROUPS, PolicyDecision, PolicyReason, ToolPolicy, first_group_of
 from .tasks import TaskRecord, TaskSupervisor
 from .tool import ConcurrencyClass, Tool, ToolResult, ToolSpec
@@ -814,7 +814,7 @@ class ToolRegistry:
             output = redact_secrets(output)
             if result.structured_metadata:
                 # The metadata reaches the model too (MCP structuredContent, CLI JSON).
-                meta = _redact_strings(result.structured_metadata)
+                meta = redact_value(result.structured_metadata)
                 if meta is not result.structured_metadata:
                     result = replace(result, structured_metadata=meta)
         if output is not result.output:
@@ -841,20 +841,6 @@ class ToolRegistry:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-def _redact_strings(value: Any) -> Any:
-    """``value`` with :func:`redact_secrets` applied to every string in it (keys kept); the
-    same object when nothing changed. Recursion depth is that of the tool's own metadata."""
-    if isinstance(value, str):
-        return redact_secrets(value)
-    if isinstance(value, dict):
-        items = {k: _redact_strings(v) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
-    if isinstance(value, list | tuple):
-        seq = [_redact_strings(v) for v in value]
-        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
-    return value
 
 
 def _hard_verdict(policy: ToolPolicy, name: str, tags: Sequence[str]) -> PolicyDecision:
