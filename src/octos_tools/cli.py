@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -140,10 +141,14 @@ def call(
     cfg = _load(config, read_only)
     raw: str | bytes = args if args is not None else _read_stdin()
     registry = _registry(cfg, workspace)
+    # Start the configured MCP servers only when the call may be for one of their tools:
+    # a built-in call should not pay for starting every mounted server.
+    builtin = tool in registry or tool in registry.removed_by_policy()
+    mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
         try:
-            async with _mounted(registry, cfg):
+            async with mounts:
                 result: ToolResult = await _with_progress(
                     registry.execute(tool, raw), tool, json_output
                 )
