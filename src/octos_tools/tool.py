@@ -21,8 +21,12 @@ if TYPE_CHECKING:
     from .context import ToolContext
 
 __all__ = [
+    "AudioContent",
     "ConcurrencyClass",
+    "ContentBlock",
+    "ImageContent",
     "JSONObject",
+    "ResourceContent",
     "TokenUsage",
     "Tool",
     "ToolResult",
@@ -68,6 +72,71 @@ class TokenUsage:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    """An image the model should see (MCP ``ImageContent``; OpenAI / Anthropic image parts).
+
+    Attributes:
+        data: the encoded image bytes (PNG, JPEG, GIF or WebP as the provider accepts).
+        mime_type: its media type, e.g. ``"image/png"``.
+    """
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class AudioContent:
+    """Audio returned by a tool (MCP ``AudioContent``).
+
+    Attributes:
+        data: the encoded audio bytes.
+        mime_type: its media type, e.g. ``"audio/wav"``.
+    """
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceContent:
+    """A resource returned by a tool (MCP ``EmbeddedResource`` or ``ResourceLink``).
+
+    Attributes:
+        uri: the resource URI.
+        mime_type: its media type, or ``None`` when unknown.
+        text: the text of a text resource, or ``None``.
+        blob: the bytes of a binary resource, or ``None`` (a link when both are ``None``).
+    """
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: bytes | None = None
+
+
+ContentBlock = ImageContent | AudioContent | ResourceContent
+"""Non-text content a tool result carries beside its text ``output``."""
+
+
+def _content_to_dict(block: ContentBlock) -> JSONObject:
+    import base64
+
+    if isinstance(block, ImageContent | AudioContent):
+        kind = "image" if isinstance(block, ImageContent) else "audio"
+        return {
+            "type": kind,
+            "mime_type": block.mime_type,
+            "data": base64.b64encode(block.data).decode("ascii"),
+        }
+    out: JSONObject = {"type": "resource", "uri": block.uri, "mime_type": block.mime_type}
+    if block.text is not None:
+        out["text"] = block.text
+    if block.blob is not None:
+        out["blob"] = base64.b64encode(block.blob).decode("ascii")
+    return out
+
+
 @dataclass(slots=True)
 class ToolResult:
     """What a tool call produced (seed §6.1 ``ToolResult``).
@@ -80,6 +149,8 @@ class ToolResult:
         tokens_used: model tokens spent by the call (sub-agent tools), or ``None``.
         structured_metadata: a JSON side channel for hosts and UIs. On failure it holds
             ``{"error": {"kind": <ErrorKind value>, "message": str}, ...}``.
+        content: non-text content the model should see beside ``output`` (images from
+            ``view_image``, browser screenshots, mounted MCP tools), in order.
     """
 
     output: str = ""
@@ -88,6 +159,7 @@ class ToolResult:
     files_to_send: list[str] = field(default_factory=list)
     tokens_used: TokenUsage | None = None
     structured_metadata: JSONObject | None = None
+    content: list[ContentBlock] = field(default_factory=list)
 
     @classmethod
     def ok(cls, output: str, **kwargs: Any) -> ToolResult:
@@ -158,6 +230,7 @@ class ToolResult:
                 }
             ),
             "structured_metadata": self.structured_metadata,
+            "content": [_content_to_dict(block) for block in self.content],
         }
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..context import current_context
 from ..errors import ErrorKind, ToolError
-from ..tool import JSONObject, Tool, ToolResult
+from ..tool import JSONObject
+from ..typed import TypedTool
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 __all__ = ["WorkspaceTool", "int_arg", "str_arg"]
 
 
-class WorkspaceTool(Tool):
+class WorkspaceTool(TypedTool):
     """Base of the tools bound to a workspace (seed §6.1 ``cwd_bound``).
 
-    Subclasses implement :meth:`~octos_tools.tool.Tool.execute_with_context` and get their
-    workspace there with :meth:`workspace_for`.
+    Subclasses declare ``Args`` (a :class:`~octos_tools.typed.ToolArgs` model) and implement
+    :meth:`~octos_tools.typed.TypedTool.run`, getting their workspace there with
+    :meth:`workspace_for`. (Not yet converted tools still implement
+    ``execute_with_context`` with a hand-written ``input_schema``.)
 
     Args:
         workspace: the :class:`~octos_tools.workspace.Workspace` the tool is confined to;
@@ -49,10 +51,6 @@ class WorkspaceTool(Tool):
         if ws is None:
             raise ToolError(ErrorKind.NOT_CONFIGURED, f"{self.name} has no workspace to work in")
         return ws
-
-    async def execute(self, args: JSONObject) -> ToolResult:
-        """Run :meth:`execute_with_context` with :func:`~octos_tools.context.current_context`."""
-        return await self.execute_with_context(current_context(), args)
 
 
 def str_arg(args: JSONObject, key: str, *, default: str | None = None) -> str:
