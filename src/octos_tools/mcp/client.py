@@ -12,8 +12,8 @@ and registered as ordinary tools:
   **A name that is already registered is never overwritten**: the newcomer gets a
   different hash suffix (and a warning is logged); the existing tool stays.
 * tags ``mcp`` and ``mcp:<server>``; group ``group:mcp:<server>``
-  (:func:`~octos_tools.policy.register_group`) so ``tool_policy`` can allow or deny a
-  whole server and ``defer: true`` can defer it;
+  (:meth:`~octos_tools.registry.ToolRegistry.add_group`, this registry only) so
+  ``tool_policy`` can allow or deny a whole server and ``defer: true`` can defer it;
 * concurrency Safe iff the remote tool says ``readOnlyHint: true``, else Exclusive;
 * the input schema is kept whole (``$defs`` / ``$ref`` included) and validated by the
   registry before a call leaves the process;
@@ -50,7 +50,6 @@ import mcp_types as types
 
 from ..config import Config, McpServerConfig
 from ..errors import ErrorKind, ToolError
-from ..policy import register_group
 from ..tool import ConcurrencyClass, Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -541,7 +540,7 @@ class McpMounts:
             names.append(name)
         self.tools[server] = names
         group = f"group:mcp:{server}"
-        register_group(group, names, f"Tools of the MCP server {server!r}")
+        self.registry.add_group(group, names, f"Tools of the MCP server {server!r}")
         # Hard policies remove tools (reference §2.2); apply them to the newcomers too.
         refused = set(self.registry.enforce_hard_policies())
         if refused:

@@ -60,7 +60,7 @@ from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
 from ..errors import ErrorKind
 from ..session import ToolSession
-from ..tool import ConcurrencyClass, ToolResult, ToolSpec
+from ..tool import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from mcp.server.connection import Connection
@@ -346,11 +346,11 @@ class OctosMcpServer:
         self._exclusive = anyio.Lock()
         self._calls_running = 0
         self._dirty = anyio.Event()
-        self._announced: tuple[str, ...] = tuple(s.name for s in registry.specs())
+        self._announced: tuple[str, ...] = tuple(s.name for s in self.session.specs())
         self._specs_seen: list[ToolSpec] | None = None
         self._tools_cache: list[types.Tool] = []
         self._legacy: dict[int, Connection] = {}
-        registry.add_listener(self._on_mutation)
+        self.session.add_listener(self._on_mutation)
 
     # ------------------------------------------------------------------ handlers
 
@@ -380,11 +380,10 @@ class OctosMcpServer:
         args = params.arguments if params.arguments is not None else {}
         self._calls_running += 1
         try:
-            if self.registry.concurrency_class(params.name) is ConcurrencyClass.EXCLUSIVE:
-                async with self._exclusive:
-                    result = await self.registry.execute(params.name, args, call_ctx)
-            else:
-                result = await self.registry.execute(params.name, args, call_ctx)
+            # the session orders calls (an Exclusive call runs alone)
+            result = await self.session.call(
+                params.name, args, tool_call_id=call_ctx.tool_call_id, ctx=call_ctx
+            )
         finally:
             self._calls_running -= 1
         return result_to_mcp(result)
@@ -406,12 +405,12 @@ class OctosMcpServer:
         self._legacy[key] = connection
         connection.exit_stack.callback(self._legacy.pop, key, None)
 
-    def _on_mutation(self, _registry: ToolRegistry) -> None:
+    def _on_mutation(self, _source: object) -> None:
         self._dirty.set()
 
     def visible_names(self) -> tuple[str, ...]:
         """The names ``tools/list`` would return now (without LRU housekeeping)."""
-        return tuple(s.name for s in self.registry.specs())
+        return tuple(s.name for s in self.session.specs())
 
     async def _watch_changes(self) -> None:
         """Announce ``tools/list_changed`` whenever the visible set differs from the last
