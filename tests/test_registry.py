@@ -533,3 +533,42 @@ def test_every_builtin_schema_is_valid(tmp_path: Any) -> None:
     registry = build_registry(None, tmp_path)
     registry.check_schemas()  # raises on the first invalid schema
     assert len(registry) > 20
+
+
+@pytest.mark.anyio
+async def test_context_permissions_follow_the_alias_links() -> None:
+    from octos_tools.context import ToolContext, ToolPermissions
+
+    r = make("exec_command", "shell", "bash", "spawn_agent", "read_file")
+    denied = ToolContext(
+        permissions=ToolPermissions(denied_tools=frozenset({"exec_command", "shell"}))
+    )
+    for name in ("exec_command", "shell", "bash"):
+        result = await r.execute(name, {}, denied)
+        assert result.error_kind is ErrorKind.POLICY_DENIED, name
+    assert (await r.execute("read_file", {}, denied)).success
+    no_spawn = ToolContext(permissions=ToolPermissions(denied_tools=frozenset({"spawn"})))
+    assert (await r.execute("spawn_agent", {}, no_spawn)).error_kind is ErrorKind.POLICY_DENIED
+    only_exec = ToolContext(permissions=ToolPermissions(allowed_tools=frozenset({"exec_command"})))
+    assert (await r.execute("bash", {}, only_exec)).success
+    assert (await r.execute("shell", {}, only_exec)).error_kind is ErrorKind.POLICY_DENIED
+
+
+def test_groups_belong_to_one_registry() -> None:
+    from octos_tools.policy import GROUPS
+
+    a, b = make("srv__x", "read_file"), make("srv__x", "read_file")
+    a.add_group("group:mcp:srv", ["srv__x"], "a server")
+    assert a.groups["group:mcp:srv"] == ("srv__x",) and "group:mcp:srv" not in b.groups
+    assert "group:mcp:srv" not in GROUPS
+    a.apply_policy(ToolPolicy(deny=["group:mcp:srv"]))
+    b.apply_policy(ToolPolicy(deny=["group:mcp:srv"]))
+    assert a.names() == ["read_file"] and b.names() == ["srv__x", "read_file"]
+    a2 = make("srv__y")
+    a2.add_group("group:mcp:srv", ["srv__y"])
+    a2.defer_group("group:mcp:srv")
+    assert a2.deferred_names() == ["srv__y"] and a2.group_of("srv__y") == "group:mcp:srv"
+    with pytest.raises(ValueError):
+        a2.add_group("group:fs", ["x"])
+    with pytest.raises(ValueError):
+        a2.add_group("fs", ["x"])

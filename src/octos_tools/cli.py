@@ -147,14 +147,17 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .session import ToolSession
+
+        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
-                    registry.execute(tool, raw), tool, json_output
+                    session.call(tool, raw), tool, json_output
                 )
             return result
         finally:
-            await registry.aclose()
+            await session.aclose()
 
     result = anyio.run(run)
     _note_closed_session(result)

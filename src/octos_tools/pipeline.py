@@ -44,7 +44,7 @@ from .context import _CURRENT, ToolContext, ToolPermissions
 from .errors import ErrorKind, ToolError
 from .output import cap_output, redact_secrets, redact_value
 from .tool import ConcurrencyClass, Tool, ToolResult
-from .typed import ToolArgs, TypedTool, format_validation_error
+from .typed import ToolArgs, TypedTool, validate_arguments_of
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry, ToolView
@@ -77,7 +77,9 @@ _REDACT_MIN_CHARS = 8
 """Outputs shorter than this hold no credential any redaction pattern recognises."""
 
 
-async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> ToolResult:
+async def run_call(
+    view: ToolView, name: str, raw: RawArguments, ctx: ToolContext, *, locked: bool = False
+) -> ToolResult:
     """Run one tool call through the whole pipeline (module docstring) in ``view``.
 
     Args:
@@ -86,6 +88,8 @@ async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContex
         raw: the raw argument string exactly as sent, parsed arguments, or ``None``.
         ctx: the call's context, already completed by
             :meth:`~octos_tools.registry.ToolRegistry.context_for`.
+        locked: the caller already holds ``view.lock`` for this call (a batch holds it
+            for all its calls); the lock is not reentrant.
 
     Returns:
         The result; never raises for a bad call (cancellation propagates).
@@ -111,7 +115,9 @@ async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContex
         if name in registry._spawn_only:
             return _spawn(registry, tool, args, ctx)
         lock = view.lock
-        if tool.concurrency_class is _EXCLUSIVE:
+        if locked:
+            result = await dispatch(tool, args, ctx, registry.default_timeout)
+        elif tool.concurrency_class is _EXCLUSIVE:
             await lock.acquire_write()
             try:
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
@@ -177,32 +183,15 @@ def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool,
 
 def _typed_arguments(model: type[ToolArgs], name: str, raw: RawArguments, limit: int) -> ToolArgs:
     if type(raw) is str and len(raw) <= _FAST_JSON_CHARS and raw.isascii() and "\\u" not in raw:
-        if len(raw) > limit:
-            parse_arguments(raw, tool_name=name, limit=limit)  # raises args_too_large
-        try:
-            return model.model_validate_json(raw)
-        except ValidationError as exc:
-            if not _not_an_object(exc):
-                raise format_validation_error(exc, name) from None
-        # not JSON, or not an object: the parser below says exactly what is wrong
+        # ASCII without escapes: no lone surrogate, no integer Python refuses; under the
+        # limit unless the limit itself is tiny. Straight from JSON into the model.
+        if len(raw) <= limit:
+            try:
+                return model.model_validate_json(raw)
+            except ValidationError:
+                pass  # the rules below say exactly what is wrong (or apply a leniency)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
-    try:
-        return model.model_validate(parsed)
-    except ValidationError as exc:
-        raise format_validation_error(exc, name) from None
-
-
-def _not_an_object(exc: ValidationError) -> bool:
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        if not err["loc"] and err["type"] in (
-            "json_invalid",
-            "model_type",
-            "model_attributes_type",
-        ):
-            return True
-        if err["type"] == "json_invalid":
-            return True
-    return False
+    return validate_arguments_of(model, parsed, name)
 
 
 def _unknown_tool(registry: ToolRegistry, name: str) -> ToolError:
