@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .policy import EQUIVALENT_NAMES
+
 if TYPE_CHECKING:
     from .registry import ToolRegistry
     from .session import ToolSession
@@ -89,8 +91,8 @@ class ToolPermissions:
         ``bash``, denying ``spawn`` denies ``spawn_agent``; allowing either name of a pair
         allows the alias.
         """
-        from .policy import EQUIVALENT_NAMES
-
+        if not self.denied_tools and self.allowed_tools is None:
+            return True
         names = EQUIVALENT_NAMES.get(name, (name,))
         if any(n in self.denied_tools for n in names):
             return False

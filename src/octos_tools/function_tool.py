@@ -32,7 +32,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, overload
 
@@ -246,17 +246,26 @@ class FunctionTool(TypedTool):
         empty output; a pydantic model or any JSON value as JSON text (also placed in
         ``structured_metadata["result"]``).
         """
-        kwargs = dict(args.__dict__)
-        for name in self._context_params:
-            kwargs[name] = ctx
+        kwargs = args.__dict__
+        if self._context_params:
+            kwargs = dict(kwargs)
+            for name in self._context_params:
+                kwargs[name] = ctx
         if self._is_async:
-            value = await typing.cast(Awaitable[Any], self.fn(**kwargs))
+            value = await self.fn(**kwargs)
         else:
             value = await anyio.to_thread.run_sync(partial(self.fn, **kwargs))
         return _to_result(value)
 
 
 def _to_result(value: Any) -> ToolResult:
+    kind = type(value)
+    if kind is int:  # the common scalars: no JSON round trip
+        return ToolResult(output=str(value), structured_metadata={"result": value})
+    if kind is bool:
+        return ToolResult(
+            output="true" if value else "false", structured_metadata={"result": value}
+        )
     if isinstance(value, ToolResult):
         return value
     if value is None:

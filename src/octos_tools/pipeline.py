@@ -32,7 +32,7 @@ import difflib
 import json
 import logging
 import types
-from collections.abc import Awaitable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .arguments import parse_arguments, validate_arguments
-from .context import _CURRENT, ToolContext, ToolPermissions
+from .context import _CURRENT, ToolContext
 from .errors import ErrorKind, ToolError
 from .output import cap_output, redact_secrets, redact_value
 from .tool import ConcurrencyClass, Tool, ToolResult
@@ -68,11 +68,12 @@ SPAWN_ONLY_READ_MODES = ("head", "tail", "grep", "line_range", "file")
 RawArguments = str | bytes | Mapping[str, Any] | None
 """What a model (or a library caller) sends as a call's arguments."""
 
-_DEFAULT_PERMISSIONS = ToolPermissions()
 _EXCLUSIVE = ConcurrencyClass.EXCLUSIVE
 _FAST_JSON_CHARS = 4000
 """Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
 JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
+_PLAIN = frozenset({int, float, bool, type(None)})
+"""Metadata values that cannot hold a credential (no redaction walk needed)."""
 _REDACT_MIN_CHARS = 8
 """Outputs shorter than this hold no credential any redaction pattern recognises."""
 
@@ -97,34 +98,41 @@ async def run_call(
     registry = view.registry
     tool: Tool | None = None
     try:
-        decision = registry.evaluate(name)
+        decision = registry._verdicts.get(name)  # cached until the registry's next mutation
+        if decision is None:
+            decision = registry.evaluate(name)
         if not decision.allowed:
             registry.check_policy(name)
         permissions = ctx.permissions
-        if permissions is not _DEFAULT_PERMISSIONS and not permissions.is_tool_allowed(name):
+        if (
+            permissions.denied_tools or permissions.allowed_tools is not None
+        ) and not permissions.is_tool_allowed(name):
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
                 f"tool {name!r} is not permitted in this context (its permissions deny it). "
                 "Do not retry it; use another tool.",
                 reason="context_permissions",
             )
-        if view.is_deferred(name):
+        if (name in view._evicted or name in registry._deferred) and view.is_deferred(name):
             view.auto_activate(name)
         tool, args = prepare(registry, name, raw)
-        view.lifecycle.record_use(name)
+        lifecycle = view.lifecycle
+        lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
         if name in registry._spawn_only:
-            return _spawn(registry, tool, args, ctx)
-        lock = view.lock
-        if locked:
+            result = _spawn(registry, tool, args, ctx)
+        elif locked:
             result = await dispatch(tool, args, ctx, registry.default_timeout)
         elif tool.concurrency_class is _EXCLUSIVE:
+            lock = view.lock
             await lock.acquire_write()
             try:
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
             finally:
                 lock.release_write()
         else:
-            await lock.acquire_read()
+            lock = view.lock
+            if not lock.try_acquire_read():
+                await lock.acquire_read()
             try:
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
             finally:
@@ -168,7 +176,12 @@ def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool,
     if tool is None:
         parse_arguments(raw, tool_name=name, limit=limit)  # a bad argument string first
         raise _unknown_tool(registry, name)
-    model = typed_model(tool)
+    cached = registry._models.get(name)
+    if cached is not None and cached[0] is tool:
+        model = cached[1]
+    else:
+        model = typed_model(tool)
+        registry._models[name] = (tool, model)
     if model is not None:
         return tool, _typed_arguments(model, name, raw, limit)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
@@ -227,34 +240,23 @@ def _finish(coro: Any, pending: Any) -> Generator[Any, Any, Any]:
                 return stop.value
 
 
-async def _run_with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
-    """Await ``awaitable`` with at most one timeout (seconds; ``None``: none).
+async def _finish_with_timeout(coro: Any, pending: Any, timeout: float | None) -> Any:
+    """Finish a coroutine whose first step yielded ``pending``, with at most one timeout
+    (seconds; ``None``: none).
 
-    On asyncio, the coroutine's first step runs at once; a tool that finishes without
-    waiting (most calls of a fast tool) costs no timer at all. Otherwise one
-    ``loop.call_at`` timer cancels the task at the deadline and the cancellation is turned
-    into :class:`TimeoutError` (what :func:`asyncio.timeout` does, without a cancel scope
-    on anyio's stack, so the tool's own scopes nest as written). Other backends use
-    :func:`anyio.fail_after`.
+    On asyncio one ``loop.call_at`` timer cancels the task at the deadline and the
+    cancellation is turned into :class:`TimeoutError` (what :func:`asyncio.timeout` does,
+    without a cancel scope on anyio's stack, so the tool's own scopes, entered during its
+    first step, nest as written).
 
     Raises:
         TimeoutError: at the deadline.
     """
     if timeout is None:
-        return await awaitable
-    send = getattr(awaitable, "send", None)
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    task = asyncio.current_task(loop) if loop is not None else None
-    if send is None or task is None or loop is None:
-        with anyio.fail_after(timeout):
-            return await awaitable
-    try:
-        pending = send(None)
-    except StopIteration as stop:
-        return stop.value
+        return await _finish(coro, pending)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    assert task is not None
     expired = False
 
     def expire() -> None:
@@ -264,7 +266,7 @@ async def _run_with_timeout(awaitable: Awaitable[Any], timeout: float | None) ->
 
     handle = loop.call_at(loop.time() + timeout, expire)
     try:
-        result = await _finish(awaitable, pending)
+        result = await _finish(coro, pending)
     except asyncio.CancelledError:
         if expired and task.uncancel() == 0:
             raise TimeoutError from None
@@ -274,6 +276,14 @@ async def _run_with_timeout(awaitable: Awaitable[Any], timeout: float | None) ->
     if expired:  # the tool swallowed the cancellation and finished anyway
         task.uncancel()
     return result
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: float) -> ToolResult:
@@ -287,11 +297,26 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
     timeout = None if tool.blocks_on_human_input else (tool.timeout or default_timeout)
     token = _CURRENT.set(ctx)
     try:
-        if isinstance(args, BaseModel):
-            coro = tool.run(args, ctx)  # type: ignore[attr-defined]
-        else:
+        if type(args) is dict:  # a JSON-schema tool (or one validating by itself)
             coro = tool.execute_with_context(ctx, args)
-        result = await _run_with_timeout(coro, timeout)
+        else:  # an Args instance of a typed tool
+            coro = tool.run(args, ctx)  # type: ignore[attr-defined]
+        send = coro.send if type(coro) is types.CoroutineType else None
+        if send is None or (timeout is not None and not _on_asyncio()):
+            if timeout is None:
+                result = await coro
+            else:
+                with anyio.fail_after(timeout):
+                    result = await coro
+        else:
+            # Run the first step at once: a tool that finishes without waiting (most
+            # calls of a fast tool) needs no timer at all.
+            try:
+                pending = send(None)
+            except StopIteration as stop:
+                result = stop.value
+            else:
+                result = await _finish_with_timeout(coro, pending, timeout)
     except ToolError as exc:
         return ToolResult.from_error(exc)
     except TimeoutError:
@@ -383,11 +408,15 @@ def post_process(registry: ToolRegistry, tool: Tool | None, result: ToolResult) 
     if registry.redact:
         if len(output) >= _REDACT_MIN_CHARS:
             output = redact_secrets(output)
-        if result.structured_metadata:
-            # The metadata reaches the model too (MCP structuredContent, CLI JSON).
-            meta = redact_value(result.structured_metadata)
-            if meta is not result.structured_metadata:
-                result = replace(result, structured_metadata=meta)
+        meta = result.structured_metadata
+        if meta:
+            for value in meta.values():
+                if type(value) not in _PLAIN:
+                    # The metadata reaches the model too (MCP structuredContent, CLI JSON).
+                    redacted = redact_value(meta)
+                    if redacted is not meta:
+                        result = replace(result, structured_metadata=redacted)
+                    break
     if output is not result.output:
         result = replace(result, output=output)
     return result
