@@ -1,4 +1,5 @@
-"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation (seed §6.4).
+"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation
+(octos ``crates/octos-agent/src/tools/registry.rs``).
 
 A model sends tool arguments as a string. :func:`parse_arguments` checks its byte length
 against the limit *before* parsing it, so a huge argument is refused without building a
@@ -31,8 +32,8 @@ __all__ = [
 ]
 
 MAX_ARGS_SIZE = 1_048_576
-"""The argument limit in bytes (1 MiB, seed §6.4). A raw string of exactly this many bytes
-is accepted; one byte more is refused with ``args_too_large``."""
+"""The argument limit in bytes (1 MiB, as octos ``tools/registry.rs``). A raw string of
+exactly this many bytes is accepted; one byte more is refused with ``args_too_large``."""
 
 _PREVIEW_CHARS = 120
 
@@ -84,8 +85,8 @@ def estimate_json_size(value: Any, limit: int | None = None) -> int:
     ``len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())``
     for every value ``json.dumps`` accepts (dicts, lists, tuples, str, int, float, bool,
     None). The walk is iterative, so nesting depth is not limited by the recursion limit.
-    Unlike octos's estimate (reference §4), control characters are counted as JSON escapes
-    them (``\\u0001`` is 6 bytes).
+    Unlike octos's estimate (``crates/octos-core/src/utils.rs``), control characters are
+    counted as JSON escapes them (``\\u0001`` is 6 bytes).
 
     Args:
         value: a JSON-like Python value.
