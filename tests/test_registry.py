@@ -11,6 +11,7 @@ from jsonschema import SchemaError
 
 from octos_tools.context import ToolContext, current_context
 from octos_tools.errors import ErrorKind
+from octos_tools.function_tool import tool as tool_fn
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.policy import ToolPolicy
 from octos_tools.registry import ToolRegistry
@@ -572,3 +573,41 @@ def test_groups_belong_to_one_registry() -> None:
         a2.add_group("group:fs", ["x"])
     with pytest.raises(ValueError):
         a2.add_group("fs", ["x"])
+
+
+@pytest.mark.anyio
+async def test_timeout_stops_a_tool_inside_its_own_scopes_and_task_groups() -> None:
+    import time
+
+    class Nested(Tool):
+        name = "nested"
+        description = "Waits inside its own cancel scope and task group."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+        timeout = 0.3
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            with anyio.CancelScope():
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.sleep, 30)
+                    with anyio.fail_after(20):
+                        await anyio.sleep(30)
+            return ToolResult.ok("never")
+
+    @tool_fn(timeout=0.3)
+    def blocking() -> str:
+        time.sleep(1.5)
+        return "late"
+
+    r = ToolRegistry()
+    r.register(Nested())
+    r.register(blocking)
+    for name in ("nested", "blocking"):
+        started = time.monotonic()
+        result = await r.execute(name, "{}")
+        assert result.error_kind is ErrorKind.TIMEOUT, (name, result.output)
+        assert time.monotonic() - started < 1.2, name
+    # the task is not left cancelled: scopes and sleeps still work afterwards
+    with anyio.fail_after(5):
+        await anyio.sleep(0.01)
+    r.register(EchoTool("after"))
+    assert (await r.execute("after", {"text": "ok"})).output == "ok"

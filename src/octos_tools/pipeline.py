@@ -32,6 +32,7 @@ import difflib
 import json
 import logging
 import types
+from asyncio.events import _get_running_loop  # the C fast path; None off asyncio
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -278,14 +279,6 @@ async def _finish_with_timeout(coro: Any, pending: Any, timeout: float | None) -
     return result
 
 
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: float) -> ToolResult:
     """Run ``tool`` with validated ``args`` (an ``Args`` instance for a typed tool, else a
     ``dict``) under its timeout, with ``ctx`` as :func:`~octos_tools.context.current_context`.
@@ -302,7 +295,7 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
         else:  # an Args instance of a typed tool
             coro = tool.run(args, ctx)  # type: ignore[attr-defined]
         send = coro.send if type(coro) is types.CoroutineType else None
-        if send is None or (timeout is not None and not _on_asyncio()):
+        if send is None or (timeout is not None and _get_running_loop() is None):
             if timeout is None:
                 result = await coro
             else:

@@ -22,6 +22,7 @@ from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
 from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
+from ..pipeline import run_call
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
 from ..tasks import TaskSupervisor
 from ..tool import ConcurrencyClass, Tool, ToolResult, ToolSpec
@@ -681,8 +682,6 @@ class ToolRegistry:
             ctx: the call's :class:`~octos_tools.context.ToolContext` (a fresh one with this
                 registry's workspace when ``None``).
         """
-        from ..pipeline import run_call
-
         return await run_call(self._view, name, args, self.context_for(ctx))
 
     def context_for(self, ctx: ToolContext | None, session: Any = None) -> ToolContext:
