@@ -17,7 +17,8 @@ registry's default view) both call it, in this order:
    ``invalid_arguments``;
 6. usage recorded in the view's LRU;
 7. **spawn-only** tools return a task-handle envelope at once and run in the
-   :class:`~octos_tools.tasks.TaskSupervisor`;
+   :class:`~octos_tools.tasks.TaskSupervisor` (outside the session's lock: a background
+   task does not hold the session's other calls back);
 8. **dispatch** under the view's readers-writer lock (Safe calls together, an Exclusive
    call alone) and ONE timeout scope → ``timeout``; a raised
    :class:`~octos_tools.errors.ToolError` becomes its typed failure, any other exception
