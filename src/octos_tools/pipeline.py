@@ -201,8 +201,8 @@ def _typed_arguments(model: type[ToolArgs], name: str, raw: RawArguments, limit:
         # ASCII without escapes: no lone surrogate, no integer Python refuses; under the
         # limit unless the limit itself is tiny. Straight from JSON into the model.
         if len(raw) <= limit:
-            try:
-                return model.model_validate_json(raw)
+            try:  # model_validate_json without its Python wrapper
+                return model.__pydantic_validator__.validate_json(raw)  # type: ignore[no-any-return]
             except ValidationError:
                 pass  # the rules below say exactly what is wrong (or apply a leniency)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
