@@ -336,3 +336,13 @@ async def test_reads_during_a_multi_file_apply_patch_see_one_state(tmp_path: Pat
         await registry.aclose()
     assert all((tmp_path / n).read_text().startswith("new line\n") for n in names)
     assert states and all(len(state) == 1 for state in states), states
+
+
+def test_a_session_without_state_of_its_own_shares_the_default_list() -> None:
+    registry = _deferred_registry()
+    fresh = [ToolSession(registry) for _ in range(3)]
+    assert all(s.specs() is registry.specs() for s in fresh)
+    fresh[0].activate("web_fetch")
+    assert fresh[0].specs() is not registry.specs()
+    assert "web_fetch" in fresh[0].visible_names()
+    assert fresh[1].specs() is registry.specs()
