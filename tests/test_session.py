@@ -179,6 +179,7 @@ def test_configured_deferral_after_a_session_starts_applies_unless_activated() -
 async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
     closed: list[str] = []
     sessions: list[object] = []
+    ended: list[object] = []
 
     class Closing(EchoTool):
         async def execute_with_context(self, ctx: ToolContext, args: dict[str, object]):  # type: ignore[no-untyped-def,override]
@@ -188,6 +189,10 @@ async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
         async def aclose(self) -> None:
             closed.append(self.name)
 
+        async def session_closed(self, session: object) -> None:
+            ended.append(session)
+            raise RuntimeError("a hook that fails must not stop the others")
+
     registry = ToolRegistry()
     registry.register(Closing("c"))
     shared = ToolSession(registry)
@@ -196,6 +201,9 @@ async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
     assert sessions == [shared, None]
     await shared.aclose()
     assert closed == []  # other sessions may still use the registry's tools
+    assert ended == [shared]  # but what this session started is released
+    await shared.aclose()
+    assert ended == [shared]  # idempotent
     assert (await ToolSession(registry).call("c", {"text": "still"})).output == "still"
     async with ToolSession(registry, owns_registry=True) as owner:
         await owner.call("c", {})

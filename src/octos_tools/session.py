@@ -310,17 +310,30 @@ class ToolSession:
     # ------------------------------------------------------------------ teardown
 
     async def aclose(self) -> None:
-        """End the session: stop its listeners and detach its view from the registry.
+        """End the session: release what it started, stop its listeners and detach its view
+        from the registry.
 
-        The shared registry's tools (and their processes, connections, background tasks)
-        are closed only when the session owns the registry (``owns_registry=True``):
-        other sessions may still be using them. Idempotent.
+        Every tool of the registry gets :meth:`Tool.session_closed
+        <octos_tools.tool.Tool.session_closed>` with this session (command sessions and
+        browsers the session's calls started are closed there). The shared registry's
+        tools themselves (and their processes, connections, background tasks of other
+        sessions) are closed only when the session owns the registry
+        (``owns_registry=True``): other sessions may still be using them. Idempotent.
         """
         if self._closed:
             return
         self._closed = True
         self._listeners.clear()
         self.registry.detach_view(self.view)
+        seen: set[int] = set()
+        for tool in self.registry.tools():
+            if id(tool) in seen:
+                continue
+            seen.add(id(tool))
+            try:
+                await tool.session_closed(self)
+            except Exception:
+                logger.exception("tool %r failed to release a closed session", tool.name)
         if self.owns_registry:
             await self.registry.aclose()
 

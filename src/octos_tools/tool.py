@@ -393,6 +393,14 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
     async def aclose(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources (processes, sessions); called by ``ToolRegistry.aclose``."""
 
+    async def session_closed(self, session: object) -> None:  # noqa: B027 - optional hook
+        """Release what the host session ``session`` (a
+        :class:`~octos_tools.session.ToolSession`, the ``ctx.session`` of its calls)
+        started: its command sessions, its browser, ... Called by
+        :meth:`ToolSession.aclose <octos_tools.session.ToolSession.aclose>` on every tool of
+        the registry; the tool itself stays open for the other sessions. Errors are logged,
+        never raised to the host."""
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
