@@ -193,12 +193,13 @@ def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
         _usage_error(str(exc))
     _report_plugins(registry)
     _check_policy_names(registry, cfg)
-    logger.info(
-        "workspace: %s; %d tools registered, %d listed",
-        os.path.abspath(root) if root is not None else os.getcwd(),
-        len(registry),
-        len(registry.specs()),
-    )
+    if logger.isEnabledFor(logging.INFO):  # listing builds every spec: only when asked
+        logger.info(
+            "workspace: %s; %d tools registered, %d listed",
+            os.path.abspath(root) if root is not None else os.getcwd(),
+            len(registry),
+            len(registry.specs()),
+        )
     return registry
 
 
