@@ -11,9 +11,9 @@ import importlib
 import sys
 import types
 
-TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs ~9 ms
+from ._version import __version__
 
-__version__ = "0.1.0"
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs ~9 ms
 
 if TYPE_CHECKING:
     from .arguments import MAX_ARGS_SIZE, estimate_json_size
