@@ -208,7 +208,8 @@ async def test_thousand_timed_out_trapping_commands_leave_nothing(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stress version: ``OCTOS_ORPHAN_RUNS`` runs (default 200; 1,000 for the issue's
-    figure), half shell traps and half Python SIGTERM handlers that fork + setsid + exec; figures on stderr."""
+    figure), half shell traps and half Python SIGTERM handlers that fork + setsid + exec;
+    figures on stderr."""
     monkeypatch.setattr(tools, "MIN_TIMEOUT_SECS", 0.3)
     runs = int(os.environ.get("OCTOS_ORPHAN_RUNS", "200"))
     alive, elapsed = await _timeouts(tmp_path, runs=runs, batch=50)
