@@ -29,13 +29,12 @@ __all__ = ["clean_terminal_text"]
 # or any other two-character escape (ESC followed by one char in @-~ or 0-?). 8-bit CSI
 # (U+009B) as well. An unterminated sequence at the end of the text is dropped too.
 _ESCAPE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"
-    r"|\x9b[0-?]*[ -/]*[@-~]"
+    r"\x1b\[[0-?]*[ -/]*(?:[@-~]|$)"
+    r"|\x9b[0-?]*[ -/]*(?:[@-~]|$)"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)"
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\|$)"
     r"|\x1b[()*+\-./][ -~]?"
     r"|\x1b[ -/]*[0-~]"
-    r"|\x1b\[[0-?]*[ -/]*$"
     r"|\x1b$"
 )
 _ERASE_LINE = re.compile(r"\x1b\[[02]?K")
