@@ -215,3 +215,29 @@ async def test_thousand_timed_out_trapping_commands_leave_nothing(
     alive, elapsed = await _timeouts(tmp_path, runs=runs, batch=50)
     print(f"\norphans[{mode}]: {runs} runs, {alive} survivors, {elapsed:.1f} s", file=sys.stderr)
     assert alive == 0
+
+
+async def test_exec_sessions_belong_to_their_host_session(tmp_path: Path) -> None:
+    """Two host sessions (e.g. two MCP clients over one registry) cannot read or write each
+    other's exec sessions; the end of a host session kills the exec sessions it started."""
+    mark = marker()
+    sessions = SessionManager()
+    alice, bob = object(), object()
+    cwd = Path(tmp_path)
+    a = await sessions.start(
+        f"sleep {mark}", cwd=cwd, timeout=60, tty=False, buffer_bytes=1000, owner=alice
+    )
+    b = await sessions.start(
+        f"sleep {mark}", cwd=cwd, timeout=60, tty=False, buffer_bytes=1000, owner=bob
+    )
+    assert sessions.get(a.id, alice) is a and sessions.get(a.id, None) is a
+    with pytest.raises(ToolError) as info:
+        sessions.get(a.id, bob)
+    assert info.value.kind is ErrorKind.UNKNOWN_SESSION
+    assert f"live sessions: {b.id})" in info.value.message  # only its own are listed
+    tool = ExecCommandTool(Workspace(tmp_path), ShellConfig(), sessions)
+    await tool.session_closed(alice)
+    assert sessions.ids() == [b.id]
+    assert len(living(mark)) == 1  # bob's sleep still runs
+    await sessions.aclose()
+    assert await survivors(mark) == []

@@ -38,6 +38,8 @@ class ExecSession:
         timeout: seconds after which the session is killed.
         created / last_used: ``time.monotonic()`` stamps.
         busy: a call is reading or writing it now (never evicted then).
+        owner: the host session (``ToolContext.session``) that started it, or ``None``;
+            another host session cannot see or use it.
     """
 
     id: str
@@ -48,6 +50,12 @@ class ExecSession:
     last_used: float
     busy: bool = False
     watchdog: asyncio.Task[None] | None = None
+    owner: object | None = None
+
+    def visible_to(self, owner: object | None) -> bool:
+        """Whether a call of host session ``owner`` may use this session: always when
+        either side has no host session (a library call), else only the same one."""
+        return self.owner is None or owner is None or self.owner is owner
 
     @contextlib.contextmanager
     def in_use(self) -> Iterator[None]:
@@ -90,16 +98,17 @@ class SessionManager:
         """Ids of the live sessions, oldest first."""
         return list(self._sessions)
 
-    def get(self, session_id: str) -> ExecSession:
-        """The session ``session_id``.
+    def get(self, session_id: str, owner: object | None = None) -> ExecSession:
+        """The session ``session_id``, as seen by host session ``owner``.
 
         Raises:
             ToolError: ``unknown_session`` when there is none (never started, finished and
-                read, closed, or killed at its timeout and read).
+                read, closed, killed at its timeout and read, or another host session's).
         """
         session = self._sessions.get(session_id)
-        if session is None:
-            live = ", ".join(self._sessions) or "none"
+        if session is None or not session.visible_to(owner):
+            live = ", ".join(k for k, v in self._sessions.items() if v.visible_to(owner))
+            live = live or "none"
             raise ToolError(
                 ErrorKind.UNKNOWN_SESSION,
                 f"no exec session {session_id!r} (live sessions: {live}); a session ends "
@@ -122,8 +131,10 @@ class SessionManager:
         timeout: float,
         tty: bool,
         buffer_bytes: int,
+        owner: object | None = None,
     ) -> ExecSession:
-        """Start a command as a new session (closing the oldest idle one when full).
+        """Start a command as a new session (closing the oldest idle one when full), owned
+        by host session ``owner`` (``None``: no host session).
 
         Raises:
             ToolError: ``unavailable`` when closed or every session is busy;
@@ -157,6 +168,7 @@ class SessionManager:
             timeout=timeout,
             created=now,
             last_used=now,
+            owner=owner,
         )
         session.watchdog = asyncio.get_running_loop().create_task(self._watch(session))
         self._sessions[session.id] = session
@@ -185,6 +197,11 @@ class SessionManager:
         if session.watchdog is not None:
             session.watchdog.cancel()
         await session.proc.kill("closed")
+
+    async def close_owned_by(self, owner: object) -> None:
+        """Close every session host session ``owner`` started (the host session ended)."""
+        ids = [k for k, v in self._sessions.items() if v.owner is not None and v.owner is owner]
+        await asyncio.gather(*(self.close(i) for i in ids), return_exceptions=True)
 
     async def aclose(self) -> None:
         """Close every session and kill what finished commands left running; later starts

@@ -206,6 +206,15 @@ class _CommandTool(_LeanSchema, WorkspaceTool):
     async def aclose(self) -> None:
         await self.sessions.aclose()
 
+    async def session_closed(self, session: object) -> None:
+        """A host session ended: close the exec sessions it started."""
+        await self.sessions.close_owned_by(session)
+
+
+def _owner(ctx: ToolContext | None) -> object | None:
+    """The host session of a call (``ToolContext.session``), if the host has one."""
+    return getattr(ctx, "session", None)
+
 
 class ShellTool(_CommandTool):
     """``shell {command, timeout_secs=120}``: run a command to completion (octos
@@ -283,6 +292,7 @@ class ExecCommandTool(_CommandTool):
             timeout=timeout,
             tty=args.tty,
             buffer_bytes=self.config.max_output_bytes,
+            owner=_owner(ctx),
         )
         with session.in_use():
             try:
@@ -324,7 +334,7 @@ class WriteStdinTool(_LeanSchema, TypedTool):
     async def run(self, args: WriteStdinTool.Args, ctx: ToolContext | None) -> ToolResult:
         raw_id = args.session_id
         session_id = f"exec-{raw_id}" if isinstance(raw_id, int) else raw_id
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_id, _owner(ctx))
         if session.busy:
             raise ToolError(
                 ErrorKind.UNAVAILABLE, f"session {session_id} is being used by another call"
@@ -340,6 +350,10 @@ class WriteStdinTool(_LeanSchema, TypedTool):
 
     async def aclose(self) -> None:
         await self.sessions.aclose()
+
+    async def session_closed(self, session: object) -> None:
+        """A host session ended: close the exec sessions it started."""
+        await self.sessions.close_owned_by(session)
 
 
 class BashTool(_CommandTool):
