@@ -199,7 +199,7 @@ async def test_timeout_clamps(ws: Workspace, cfg: ShellConfig) -> None:
     assert result.error_kind is ErrorKind.TIMEOUT
     assert time.monotonic() - started < 4.5
     assert "timed out after 1 second and was killed" in result.output
-    assert "1 seconds" not in result.output
+    assert "after 1 seconds" not in result.output
     # the timeout and the exit code are stated once, in the first line
     assert result.output.startswith("Error [timeout]: command timed out after 1 second ")
     assert result.output.count("timed out") == 1 and result.output.count("exit code") == 1
