@@ -8,9 +8,12 @@ survives:
   :data:`KILL_GRACE_SECS` (``"SIGTERM, 500 ms, SIGKILL"``, octos
   ``crates/octos-agent/src/tools/shell.rs``) the cgroup is killed (``cgroup.kill``), which
   catches whatever a SIGTERM handler started meanwhile (``setsid``, double forks, loops);
-* **without** (:mod:`.process_tree`): the tree is frozen with SIGSTOP first, walked until
-  stable, then SIGKILLed, so that no handler runs and nothing escapes; there is no SIGTERM
-  grace then.
+* **without** (:mod:`.process_tree`): the shell is stopped first (SIGSTOP; it stays a
+  child subreaper, so whatever its descendants start while dying, ``setsid`` or double
+  fork, is re-parented to it and found), the rest of the tree gets SIGTERM and the same
+  grace, then the whole tree is frozen with SIGSTOP, walked until stable and SIGKILLed. The
+  shell itself gets no chance to run a SIGTERM trap (which could start a child that the
+  walk would no longer find once the shell is gone).
 
 A command that *exits* by itself may leave background children (``server &``; case BC-23
 requires the call to return then). With a cgroup they are tracked and killed when the
@@ -38,8 +41,10 @@ from .process_tree import (
     PRCTL,
     ProcInfo,
     become_subreaper,
+    descendants,
     freeze_and_kill,
     read_stat,
+    still_running,
 )
 
 __all__ = ["DRAIN_GRACE_SECS", "KILL_GRACE_SECS", "RunningCommand"]
@@ -318,13 +323,33 @@ class RunningCommand:
         else:
             root = self._root if self.proc.returncode is None else None
             if root is not None or self.killed_by is not None:
-                freeze_and_kill(root, self.pid)
+                await self._kill_tree(root)
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
             await self.proc.wait()
         self._drain_now()
         self._close_fds()
+
+    async def _kill_tree(self, root: ProcInfo | None) -> None:
+        """Without a cgroup: stop the shell (it stays a subreaper, so whatever its
+        descendants start while dying is re-parented to it and found), SIGTERM the rest of
+        the tree, wait :data:`KILL_GRACE_SECS`, then freeze and kill everything."""
+        if root is not None and still_running(root):
+            with contextlib.suppress(OSError):
+                os.kill(root.pid, signal.SIGSTOP)
+            # each descendant by pid, never the group: a fatal signal kills even a stopped
+            # process, and the shell must stay alive as the subreaper
+            for info in descendants(root.pid):
+                if still_running(info):
+                    with contextlib.suppress(OSError):
+                        os.kill(info.pid, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_GRACE_SECS
+            while time.monotonic() < deadline:
+                if not any(still_running(p) for p in descendants(root.pid)):
+                    break
+                await asyncio.sleep(0.02)
+        freeze_and_kill(root, self.pid)
 
     async def _kill_cgroup(self, cgroup: CommandCgroup) -> None:
         assert self.proc is not None
