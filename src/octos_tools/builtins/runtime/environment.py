@@ -18,8 +18,9 @@ Rules (octos ``crates/octos-agent/src/subprocess_env.rs`` for the name list; the
 * **Never wait on a person** (:data:`NONINTERACTIVE_ENV`): pagers print and exit
   (``PAGER=cat``, ``GIT_PAGER=cat``, ``MANPAGER=cat`` …), git and ssh never prompt for
   credentials (``GIT_TERMINAL_PROMPT=0``, askpass helpers removed, ``GCM_INTERACTIVE=never``),
-  git never opens an editor (``GIT_EDITOR=true``), apt never asks
-  (``DEBIAN_FRONTEND=noninteractive``), and colour is off (``NO_COLOR=1``).
+  git never opens an editor (``GIT_EDITOR=true``), apt, pip and gh never ask
+  (``DEBIAN_FRONTEND=noninteractive``, ``PIP_NO_INPUT=1``, ``GH_PROMPT_DISABLED=1``), and
+  colour is off (``NO_COLOR=1``).
 * **The host's own environment** (:func:`protect_host_environment`, Linux): the server
   process is made non-dumpable, so other processes of the same (non-root) user can no longer
   read ``/proc/<pid>/environ`` or ``/proc/<pid>/mem``; and the values of its secret variables
@@ -142,6 +143,8 @@ NONINTERACTIVE_ENV: Mapping[str, str] = {
     "GCM_INTERACTIVE": "never",
     "SSH_ASKPASS_REQUIRE": "never",
     "DEBIAN_FRONTEND": "noninteractive",
+    "PIP_NO_INPUT": "1",
+    "GH_PROMPT_DISABLED": "1",
     "NO_COLOR": "1",
 }
 
@@ -213,8 +216,9 @@ def command_env(base: Mapping[str, str] | None = None, *, tty: bool = False) -> 
     text), the host's ``TERM`` (default ``xterm``) on one."""
     env = scrubbed_env(base)
     env.update(NONINTERACTIVE_ENV)
-    env["TERM"] = env.get("TERM") or "xterm" if tty else "dumb"
-    if tty and env["TERM"] == "dumb":
+    if not tty:
+        env["TERM"] = "dumb"
+    elif env.get("TERM", "dumb") in ("", "dumb"):
         env["TERM"] = "xterm"
     return env
 
