@@ -94,6 +94,8 @@ def test_secret_values(value: str) -> None:
         "rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:do=01;35:bd=40;33;01",
         "/home/User/Projects/MyApp2024/build/output/Release",
         "en_US.UTF-8",
+        "Ubuntu-22.04-Jammy-Jellyfish-Release-2024",
+        "com.example.MyApplication.Service2024.Release",
         "https://proxy.internal:3128",
     ],
 )

@@ -152,6 +152,7 @@ _URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]+@")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.")
 _RANDOM_TOKEN = re.compile(r"[A-Za-z0-9+/_.=-]{32,}")
 _SPLIT = re.compile(r"[_\-.]")
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 
 
 def is_secret_name(name: str) -> bool:
@@ -171,22 +172,23 @@ def is_secret_name(name: str) -> bool:
 def is_secret_value(value: str) -> bool:
     """Whether a variable's value looks like a credential whatever its name: a URL carrying a
     password, a PEM block, a known token format, a JWT, or a long random-looking token
-    (32+ characters of one base64/hex-like word mixing upper case, lower case and digits;
-    plain hex digests, UUIDs and paths are kept)."""
+    (one base64-like word of 32+ characters holding a run of 24+ letters and digits that
+    mixes upper case, lower case and digits; hex digests, UUIDs, paths and dotted or
+    dashed names such as ``Ubuntu-22.04-Jammy-Release`` are kept)."""
     if len(value) < 16:
         return False
     if _URL_PASSWORD.match(value) or "-----BEGIN" in value or _JWT.search(value):
         return True
     if redact_secrets(value) != value:
         return True
-    if (
-        _RANDOM_TOKEN.fullmatch(value)
-        and value[0] not in "/."
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-        and any(c.isdigit() for c in value)
-    ):
-        return True
+    if _RANDOM_TOKEN.fullmatch(value) and value[0] not in "/.":
+        run = max(_ALNUM_RUN.findall(value), key=len)
+        return (
+            len(run) >= 24
+            and any(c.isupper() for c in run)
+            and any(c.islower() for c in run)
+            and any(c.isdigit() for c in run)
+        )
     return False
 
 
