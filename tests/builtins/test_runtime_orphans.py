@@ -242,3 +242,26 @@ async def test_exec_sessions_belong_to_their_host_session(tmp_path: Path) -> Non
     assert str(b.proc.pid) in pids and str(a.proc.pid) not in pids  # bob's still runs
     await sessions.aclose()
     assert await survivors(mark) == []
+
+
+@pytest.mark.skipif(not HAVE_CGROUP, reason="no writable cgroup v2 here")
+async def test_each_command_runs_in_its_own_cgroup_removed_afterwards(tmp_path: Path) -> None:
+    base = cgroup.cgroup_base()
+    assert base is not None
+
+    def ours() -> set[str]:
+        return {n for n in os.listdir(base) if n.startswith(f"octos-tools-{os.getpid()}-")}
+
+    before = ours()
+    tool = ShellTool(Workspace(tmp_path), ShellConfig())
+    r = await call(tool, {"command": "cat /proc/self/cgroup"})
+    assert r.success and f"octos-tools-{os.getpid()}-" in r.output
+    mark = marker()
+    r = await call(tool, {"command": f"echo x; sleep {mark}", "timeout_secs": 1})
+    assert r.error_kind is ErrorKind.TIMEOUT
+    assert ours() == before  # removed after an exit and after a kill
+    # a background child of a finished command keeps its cgroup until the session ends
+    r = await call(tool, {"command": f"(setsid sleep {mark} >/dev/null 2>&1 &); echo ok"})
+    assert r.success and len(ours()) == len(before) + 1 and living(mark)
+    await tool.aclose()
+    assert await survivors(mark) == [] and ours() == before
