@@ -265,3 +265,22 @@ async def test_each_command_runs_in_its_own_cgroup_removed_afterwards(tmp_path: 
     assert r.success and len(ours()) == len(before) + 1 and living(mark)
     await tool.aclose()
     assert await survivors(mark) == [] and ours() == before
+
+
+@pytest.mark.skipif(not HAVE_CGROUP, reason="no writable cgroup v2 here")
+async def test_cgroup_without_cgroup_kill_freezes_and_kills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernels before 5.14 have no cgroup.kill: freeze, SIGKILL each member, thaw."""
+    real_write = cgroup.CommandCgroup._write
+
+    def no_kill_file(self: cgroup.CommandCgroup, name: str, value: str) -> bool:
+        return False if name == "cgroup.kill" else real_write(self, name, value)
+
+    monkeypatch.setattr(cgroup.CommandCgroup, "_write", no_kill_file)
+    mark = marker()
+    tool = ShellTool(Workspace(tmp_path), ShellConfig())
+    command = f"{trap_command(mark)} & while :; do sleep {mark} & sleep 0.01; done"
+    result = await call(tool, {"command": command, "timeout_secs": 1})
+    assert result.error_kind is ErrorKind.TIMEOUT
+    assert await survivors(mark) == []
