@@ -223,16 +223,13 @@ class ShellTool(_CommandTool):
     name = "shell"
     title = "Run a shell command"
     description = (
-        "Execute a shell command (sh -c) in the workspace and return its exit code and "
-        "combined stdout/stderr. Long output keeps its beginning and end. On timeout "
-        "(default 120 s, 1-600) everything the command started is killed."
+        "Run a shell command (sh -c) in the workspace; returns exit code and combined "
+        "output (long output keeps its start and end). Timeout 120 s by default (1-600)."
     )
 
     class Args(ToolArgs):
         command: str = Field(description="The command line, run by sh -c.")
-        timeout_secs: int | None = Field(
-            None, description="Timeout in seconds (default 120, clamped to 1-600)."
-        )
+        timeout_secs: int | None = None
 
     async def run(self, args: ShellTool.Args, ctx: ToolContext | None) -> ToolResult:
         _check_text(args.command, "command")
