@@ -505,3 +505,28 @@ async def test_thousand_timed_out_commands_leave_nothing(
     assert all(r.error_kind is ErrorKind.TIMEOUT for r in results)
     assert await gone(mark, within=10.0), living(mark)[:5]
     assert our_zombies() == []
+
+
+@pytest.mark.anyio
+async def test_exit_codes_through_the_registry_are_answers_not_failures(tmp_path: Path) -> None:
+    """Issue: a command that ran and exited is a successful call (its exit code in text and
+    metadata, as Codex does); only calls that could not do their job fail."""
+    ws = Workspace(tmp_path)
+    registry = ToolRegistry(ws)
+    runtime.register(registry, ws, Config())
+    for name, args in (
+        ("exec_command", {"cmd": "echo failing test; exit 1"}),
+        ("shell", {"command": "grep -q needle /dev/null"}),
+        ("bash", {"cmd": "test -f missing.txt"}),
+    ):
+        r = await registry.execute(name, args)
+        assert r.success and r.error is None, (name, r.output)
+        assert r.output.startswith("Exit code: 1\n")
+        assert r.structured_metadata is not None and r.structured_metadata["exit_code"] == 1
+    refused = await registry.execute("exec_command", {"cmd": "rm -rf /"})
+    assert refused.error_kind is ErrorKind.POLICY_DENIED
+    bad = await registry.execute("exec_command", {"cmd": 5})
+    assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+    missing = await registry.execute("exec_command", {"cmd": "ls", "workdir": "nope"})
+    assert missing.error_kind is ErrorKind.NOT_FOUND
+    await registry.aclose()
