@@ -75,6 +75,8 @@ class ErrorKind(str, Enum):
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
+    DISK_FULL = "disk_full"
+    """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

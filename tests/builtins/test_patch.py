@@ -23,8 +23,20 @@ from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
 
+
 #: The Codex apply_patch conformance scenarios, in ``../shared`` beside the repository.
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "codex-apply-patch"
+def _find_conformance() -> Path:
+    """``shared/conformance/codex-apply-patch`` in the nearest folder above the repository
+    that has one (the checkout may be a worktree one level deeper)."""
+    here = Path(__file__).resolve().parents[2]
+    for base in here.parents:
+        cand = base / "shared" / "conformance" / "codex-apply-patch"
+        if cand.is_dir():
+            return cand
+    return here.parent / "shared" / "conformance" / "codex-apply-patch"
+
+
+CONFORMANCE = _find_conformance()
 _ABSENT = f"conformance folder {CONFORMANCE} is absent (it sits in ../shared beside the repository)"
 
 
