@@ -204,8 +204,13 @@ class _Transaction:
             except OSError as exc:
                 raise map_os_error(exc, item.rel) from None
             item.done = True
+        synced: set[tuple[int, int]] = set()
         for item in self.items:
-            fsync_dir(item.pfd)
+            with contextlib.suppress(OSError):
+                st = os.fstat(item.pfd)
+                if (st.st_dev, st.st_ino) not in synced:
+                    synced.add((st.st_dev, st.st_ino))
+                    fsync_dir(item.pfd)
         self._drop_journal()
         # Success: drop backups.
         for item in self.items:

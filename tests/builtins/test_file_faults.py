@@ -1,0 +1,304 @@
+"""Files under real-world faults: permission bits on every write path, hard links, overwrites
+shown by a patch, a full disk, over-long paths and our temporary names (issue 14)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from octos_tools.builtins import files
+from octos_tools.builtins.patch import ApplyPatchTool
+from octos_tools.config import Config
+from octos_tools.context import ToolContext
+from octos_tools.errors import ErrorKind, PathError, ToolError
+from octos_tools.tool import Tool, ToolResult
+from octos_tools.workspace import FileChange, Workspace, is_internal_temp_name
+
+pytestmark = pytest.mark.anyio
+
+
+async def call(tool: Tool, args: dict[str, Any]) -> ToolResult:
+    try:
+        return await tool.execute_with_context(ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+def tools(ws: Workspace) -> dict[str, Tool]:
+    cfg = Config()
+    return {
+        "write_file": files.WriteFileTool(ws, cfg),
+        "edit_file": files.EditFileTool(ws, cfg),
+        "diff_edit": files.DiffEditTool(ws, cfg),
+        "apply_patch": ApplyPatchTool(ws),
+    }
+
+
+def mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+def patch(*body: str) -> str:
+    return "\n".join(["*** Begin Patch", *body, "*** End Patch", ""])
+
+
+def no_temp_left(root: Path) -> bool:
+    return not [p for p in root.rglob("*") if p.name.startswith(".octos-tmp")]
+
+
+# ----------------------------------------------------------------------------- permission bits
+
+
+@pytest.mark.parametrize("bits", [0o755, 0o600, 0o640, 0o700, 0o444])
+async def test_every_write_path_keeps_the_permission_bits(tmp_path: Path, bits: int) -> None:
+    ws = Workspace(tmp_path)
+    t = tools(ws)
+    f = tmp_path / "f.sh"
+    f.write_text("one\n")
+    f.chmod(bits)
+    steps: list[tuple[str, dict[str, Any], str]] = [
+        ("write_file", {"path": "f.sh", "content": "two\n"}, "f.sh"),
+        ("edit_file", {"path": "f.sh", "old_string": "two", "new_string": "three"}, "f.sh"),
+        ("diff_edit", {"path": "f.sh", "diff": "@@ -1 +1 @@\n-three\n+four\n"}, "f.sh"),
+        ("apply_patch", {"patch": patch("*** Update File: f.sh", "-four", "+five")}, "f.sh"),
+        (
+            "apply_patch",
+            {"patch": patch("*** Update File: f.sh", "*** Move to: bin/g.sh", "-five", "+six")},
+            "bin/g.sh",
+        ),
+        ("apply_patch", {"patch": patch("*** Update File: bin/g.sh", "*** Move to: h.sh")}, "h.sh"),
+        (
+            "apply_patch",
+            {
+                "patch": patch(
+                    "*** Add File: x.txt", "+x", "*** Update File: h.sh", "-six", "+seven"
+                )
+            },
+            "h.sh",
+        ),
+    ]
+    for name, args, path in steps:
+        res = await call(t[name], args)
+        assert res.success, (name, res.output)
+        assert mode(tmp_path / path) == bits, (name, oct(mode(tmp_path / path)))
+    assert (tmp_path / "h.sh").read_text() == "seven\n"
+    assert no_temp_left(tmp_path)
+
+
+async def test_a_move_onto_an_existing_file_takes_the_source_bits(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("a\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "dest.sh").write_text("old\n")
+    (tmp_path / "dest.sh").chmod(0o600)
+    res = await call(
+        ApplyPatchTool(Workspace(tmp_path)),
+        {"patch": patch("*** Update File: run.sh", "*** Move to: dest.sh", "-a", "+b")},
+    )
+    assert res.success and mode(tmp_path / "dest.sh") == 0o755
+
+
+async def test_new_files_get_the_umask_default(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        ws = Workspace(tmp_path)
+        t = tools(ws)
+        assert (await call(t["write_file"], {"path": "w.txt", "content": "x"})).success
+        assert (await call(t["apply_patch"], {"patch": patch("*** Add File: p.txt", "+x")})).success
+        res = await call(
+            t["apply_patch"], {"patch": patch("*** Add File: q.txt", "+x", "*** Add File: r", "+y")}
+        )
+        assert res.success
+    finally:
+        os.umask(old)
+    for name in ("w.txt", "p.txt", "q.txt", "r"):
+        assert mode(tmp_path / name) == 0o640, name
+
+
+# ----------------------------------------------------------------------------- hard links
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit_file", "diff_edit", "apply_patch"])
+async def test_a_split_hard_link_is_named_in_the_result(tmp_path: Path, tool: str) -> None:
+    (tmp_path / "a.txt").write_text("old\n")
+    (tmp_path / "docs").mkdir()
+    os.link(tmp_path / "a.txt", tmp_path / "docs" / "b.txt")
+    args = {
+        "write_file": {"path": "a.txt", "content": "new\n"},
+        "edit_file": {"path": "a.txt", "old_string": "old", "new_string": "new"},
+        "diff_edit": {"path": "a.txt", "diff": "@@ -1 +1 @@\n-old\n+new\n"},
+        "apply_patch": {"patch": patch("*** Update File: a.txt", "-old", "+new")},
+    }[tool]
+    res = await call(tools(Workspace(tmp_path))[tool], args)
+    assert res.success, res.output
+    assert (tmp_path / "a.txt").read_text() == "new\n"
+    assert (tmp_path / "docs" / "b.txt").read_text() == "old\n"
+    assert "1 other hard link" in res.output and "docs/b.txt" in res.output, res.output
+    assert "keeps the old content" in res.output
+
+
+async def test_a_hard_link_to_an_outside_file_is_never_written_through(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "secret.txt"
+    outside.write_text("keep\n")
+    os.link(outside, root / "l.txt")
+    res = await call(tools(Workspace(root))["write_file"], {"path": "l.txt", "content": "x\n"})
+    assert res.success and outside.read_text() == "keep\n"
+    assert "outside the workspace" in res.output
+
+
+# ----------------------------------------------------------------------------- overwrites
+
+
+async def test_a_patch_names_what_it_overwrote_and_shows_the_old_content(tmp_path: Path) -> None:
+    (tmp_path / "src.txt").write_text("moved\n")
+    (tmp_path / "dest.txt").write_text("precious destination\n")
+    (tmp_path / "added.txt").write_text("precious added\n")
+    res = await call(
+        ApplyPatchTool(Workspace(tmp_path)),
+        {
+            "patch": patch(
+                "*** Update File: src.txt",
+                "*** Move to: dest.txt",
+                "*** Add File: added.txt",
+                "+fresh",
+                "*** Add File: third.txt",
+                "+3",
+            )
+        },
+    )
+    assert res.success, res.output
+    assert "overwrote the existing dest.txt" in res.output
+    assert "overwrote the existing added.txt" in res.output
+    assert "-precious destination" in res.output and "-precious added" in res.output
+    meta = res.structured_metadata or {}
+    assert meta["overwritten"] == ["dest.txt", "added.txt"]
+    assert meta["files_modified"] == ["src.txt", "dest.txt", "added.txt", "third.txt"]
+    assert "third.txt" not in meta["overwritten"]
+
+
+# ----------------------------------------------------------------------------- long paths
+
+
+async def test_paths_over_path_max_or_name_max_are_refused_on_write(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    t = tools(ws)
+    room = 4096 - len(os.fsencode(str(tmp_path))) - 1
+    deep = "/".join(["d" * 200] * (room // 201 + 1)) + "/f.txt"
+    long_name = "n" * 256 + ".txt"
+    for args in ({"path": deep, "content": "x"}, {"path": long_name, "content": "x"}):
+        res = await call(t["write_file"], args)
+        assert res.error_kind is ErrorKind.INVALID_ARGUMENTS, res.output
+        assert "PATH_MAX" in res.output or "255 bytes" in res.output
+    res = await call(t["apply_patch"], {"patch": patch(f"*** Add File: {deep}", "+x")})
+    assert res.error_kind is ErrorKind.INVALID_ARGUMENTS, res.output
+    assert not list(tmp_path.iterdir())
+    # just under the limit still works
+    ok = "/".join(["d" * 200] * (room // 201 - 1)) + "/f.txt"
+    assert (await call(t["write_file"], {"path": ok, "content": "x"})).success
+
+
+# ----------------------------------------------------------------------------- temp names
+
+
+def test_internal_temp_names_are_recognised_hidden_and_reserved(tmp_path: Path) -> None:
+    assert is_internal_temp_name(".octos-tmp-0123456789abcdef")
+    assert is_internal_temp_name(".octos-tmp-state")
+    assert not is_internal_temp_name("octos-tmp-x") and not is_internal_temp_name("a.py")
+    (tmp_path / ".octos-tmp-0123456789abcdef").write_text("left by a crash elsewhere")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".octos-tmp-feedfacefeedface.bak").write_text("x")
+    (tmp_path / "real.txt").write_text("x")
+    ws = Workspace(tmp_path)
+    assert [e.name for e in ws.list_dir(".")] == ["real.txt", "sub"]
+    assert [rel for rel, _ in ws.walk(".")] == ["real.txt", "sub"]
+    with pytest.raises(PathError) as info:
+        ws.write_bytes(".octos-tmp-state/x", b"x")
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+
+
+def test_no_state_folder_is_left_in_an_idle_workspace(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.write_bytes("a.txt", b"1")
+    ws.apply_changes([FileChange("a.txt", b"2"), FileChange("b/c.txt", b"3")])
+    ws.apply_changes([FileChange("a.txt", None), FileChange("b/c.txt", b"4")])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["b", "c.txt"]
+
+
+# ----------------------------------------------------------------------------- full disk
+
+_FULL_DISK_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, os, subprocess, sys
+    mnt = sys.argv[1]
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], check=True)
+    from octos_tools.builtins.files import WriteFileTool, EditFileTool
+    from octos_tools.builtins.patch import ApplyPatchTool
+    from octos_tools.config import Config
+    from octos_tools.context import ToolContext
+    from octos_tools.errors import ToolError
+    from octos_tools.tool import ToolResult
+    from octos_tools.workspace import Workspace
+    with open(os.path.join(mnt, "keep.txt"), "w") as fh:
+        fh.write("original\\n")
+    with open(os.path.join(mnt, "b.txt"), "w") as fh:
+        fh.write("b\\n")
+    ws = Workspace(mnt)
+    big = "x" * 400_000
+    async def call(tool, args):
+        try:
+            return await tool.execute_with_context(ToolContext(), args)
+        except ToolError as exc:
+            return ToolResult.from_error(exc)
+    async def main():
+        out = []
+        for tool, args in (
+            (WriteFileTool(ws, Config()), {"path": "keep.txt", "content": big}),
+            (EditFileTool(ws, Config()), {"path": "keep.txt", "old_string": "original",
+                                          "new_string": big}),
+            (ApplyPatchTool(ws), {"patch": "*** Begin Patch\\n*** Update File: b.txt\\n-b\\n+c\\n"
+                                   "*** Add File: new.txt\\n+" + big + "\\n*** End Patch\\n"}),
+        ):
+            res = await call(tool, args)
+            out.append([res.success, (res.error or {}).get("kind"), res.output[:300]])
+        left = sorted(os.listdir(mnt))
+        print(json.dumps({"results": out, "keep": open(os.path.join(mnt, "keep.txt")).read(),
+                          "b": open(os.path.join(mnt, "b.txt")).read(), "left": left}))
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_full_disk_is_disk_full_and_leaves_the_files_intact(tmp_path: Path) -> None:
+    """A real full file system: a 256 KiB tmpfs mounted in a user + mount namespace."""
+    unshare = shutil.which("unshare")
+    if unshare is None or sys.platform != "linux":
+        pytest.skip("needs unshare (Linux user namespaces) to mount a small tmpfs")
+    probe = subprocess.run([unshare, "-rm", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("user namespaces are not available here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = subprocess.run(
+        [unshare, "-rm", sys.executable, "-c", _FULL_DISK_CHILD, str(mnt)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import json
+
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    for success, kind, output in got["results"]:
+        assert success is False and kind == "disk_full", output
+        assert "disk is full" in output
+    assert got["keep"] == "original\n" and got["b"] == "b\n"
+    assert got["left"] == ["b.txt", "keep.txt"]
