@@ -199,12 +199,15 @@ def recover(root_fd: int, sfd: int) -> None:
         else:
             keep.add(name)
             keep.update(str(it.get(k)) for it in items for k in ("tmp", "backup") if it.get(k))
+    removed = False
     for name in names:
         if name in keep:
             continue
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=sfd)
-    fsync_dir(sfd)
+            removed = True
+    if removed:
+        fsync_dir(sfd)
 
 
 def _load_journal(sfd: int, name: str) -> list[dict[str, Any]] | None:

@@ -9,7 +9,7 @@ on another file system than the root, beside their target as ``.octos-tmp-<hex>`
 
 from __future__ import annotations
 
-import secrets
+import os
 
 __all__ = ["STATE_DIR_NAME", "TMP_PREFIX", "is_internal_temp_name", "new_temp_name"]
 
@@ -31,4 +31,4 @@ def is_internal_temp_name(name: str) -> bool:
 
 def new_temp_name(suffix: str = "") -> str:
     """A fresh random temporary name (``.octos-tmp-`` + 16 hex digits + ``suffix``)."""
-    return f"{TMP_PREFIX}{secrets.token_hex(8)}{suffix}"
+    return f"{TMP_PREFIX}{os.urandom(8).hex()}{suffix}"
