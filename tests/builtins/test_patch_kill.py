@@ -144,10 +144,12 @@ def _die_after_renames(root: Path, k: int) -> None:  # pragma: no cover - runs i
 
 def test_a_kill_after_any_rename_of_the_commit_is_rolled_forward(tmp_path: Path) -> None:
     """The child kills itself (SIGKILL) right after the k-th file of a 40-file commit was
-    renamed into place (k = 1, 2, 20, 39): the next open finishes the patch every time."""
+    renamed into place (k = 1, 2, 20, 39): the next open of the workspace, or the next
+    write through one opened before, finishes the patch every time."""
     for d in range(3):
         (tmp_path / f"d{d}").mkdir()
     _reset(tmp_path, 0)
+    ws = Workspace(tmp_path)  # opened before the crashes, as by a long-running server
     gen = 0
     for k in (1, 2, FILES // 2, FILES - 1):
         pid = os.fork()
@@ -156,7 +158,11 @@ def test_a_kill_after_any_rename_of_the_commit_is_rolled_forward(tmp_path: Path)
         _, status = os.waitpid(pid, 0)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         assert len(_generations(tmp_path)) == 2  # really half applied on disk
-        Workspace(tmp_path)
+        if k % 2:
+            Workspace(tmp_path)  # the next start recovers ...
+        else:
+            ws.write_bytes("unrelated.txt", b"x")  # ... and so does the next write
         assert _generations(tmp_path) == {gen + 1}, k
         gen += 1
         assert not [p for p in tmp_path.rglob("*") if p.name.startswith(".octos-tmp")]
+    assert (tmp_path / "unrelated.txt").read_bytes() == b"x"
