@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -302,3 +303,44 @@ def test_a_full_disk_is_disk_full_and_leaves_the_files_intact(tmp_path: Path) ->
         assert "disk is full" in output
     assert got["keep"] == "original\n" and got["b"] == "b\n"
     assert got["left"] == ["b.txt", "keep.txt"]
+
+
+def _killed_while_staging_beside(root: Path, multi: bool) -> None:  # pragma: no cover - child
+    """Stage beside the target (as when its folder is on another file system), then die."""
+    try:
+        from octos_tools.workspace import _atomic, _commit
+
+        _atomic.same_device = _commit.same_device = lambda a, b: False  # type: ignore[assignment]
+
+        def die(*_a: Any, **_k: Any) -> None:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        os.replace = die  # type: ignore[assignment]
+        ws = Workspace(root)
+        if multi:
+            ws.apply_changes([FileChange("sub/a.txt", b"new"), FileChange("sub/b.txt", b"new")])
+        else:
+            ws.write_bytes("sub/a.txt", b"new")
+    finally:
+        os._exit(1)
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_temp_files_beside_their_target_are_swept_after_a_kill(tmp_path: Path, multi: bool) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.txt").write_text("old")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        _killed_while_staging_beside(tmp_path, multi)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status)
+    left = [p.name for p in (tmp_path / "sub").iterdir() if p.name.startswith(".octos-tmp")]
+    assert left  # the killed writer did leave its staged file beside the target
+    Workspace(tmp_path)
+    if multi:  # the journal was written before the first rename: rolled forward
+        assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.txt", "b.txt", "sub"]
+        assert (tmp_path / "sub" / "a.txt").read_text() == "new"
+        assert (tmp_path / "sub" / "b.txt").read_text() == "new"
+    else:
+        assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.txt", "sub"]
+        assert (tmp_path / "sub" / "a.txt").read_text() == "old"

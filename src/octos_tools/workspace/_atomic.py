@@ -18,17 +18,25 @@ from __future__ import annotations
 import contextlib
 import os
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, PathError
 from ._errors import map_os_error
 from ._paths import O_CLOEXEC, O_NOFOLLOW
 from ._reading import Reading
-from ._state import fsync_dir, writer_lock
+from ._state import fsync_dir, note_foreign_temp, writer_lock
 from ._tempnames import new_temp_name
 
-__all__ = ["WriteOutcome", "Writing", "existing_file", "same_device", "stage"]
+__all__ = [
+    "WriteOutcome",
+    "Writing",
+    "drop_markers",
+    "existing_file",
+    "foreign_noter",
+    "same_device",
+    "stage",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,13 @@ def same_device(a: int, b: int) -> bool:
 
 
 def stage(
-    dfd: int, data: bytes, rel: str, *, mode: int | None, owner: os.stat_result | None = None
+    dfd: int,
+    data: bytes,
+    rel: str,
+    *,
+    mode: int | None,
+    owner: os.stat_result | None = None,
+    note: Callable[[str], object] | None = None,
 ) -> str:
     """Write ``data`` to a new temporary file in folder ``dfd``; return its name (fsync-ed).
 
@@ -95,6 +109,7 @@ def stage(
         rel: the target's path, for messages.
         mode: permission bits to give it; ``None``: the default of a new file (umask).
         owner: the file it will replace; its owner and group are copied when allowed.
+        note: called with the temporary name before the file is created (to record it).
 
     Raises:
         PathError: ``disk_full`` and other mapped ``OSError`` kinds; no temporary file is
@@ -102,6 +117,11 @@ def stage(
     """
     for _ in range(100):
         tmp = new_temp_name()
+        if note is not None:
+            try:
+                note(tmp)
+            except OSError as exc:
+                raise map_os_error(exc, rel) from None
         try:
             fd = os.open(
                 tmp,
@@ -181,14 +201,19 @@ class Writing(Reading):
                 mode = None if st is None else stat_mod.S_IMODE(st.st_mode)
             with self._writer() as sfd:
                 where = sfd if sfd is not None and same_device(sfd, pfd) else pfd
-                tmp = stage(where, data, rel, mode=mode, owner=st)
+                markers: list[str] = []
+                noter = foreign_noter(sfd, where, rel.rpartition("/")[0], markers)
                 try:
-                    os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=pfd)
-                except OSError as exc:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp, dir_fd=where)
-                    raise map_os_error(exc, rel) from None
-                fsync_dir(pfd)
+                    tmp = stage(where, data, rel, mode=mode, owner=st, note=noter)
+                    try:
+                        os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=pfd)
+                    except OSError as exc:
+                        with contextlib.suppress(OSError):
+                            os.unlink(tmp, dir_fd=where)
+                        raise map_os_error(exc, rel) from None
+                    fsync_dir(pfd)
+                finally:
+                    drop_markers(sfd, markers)
                 now = os.stat(name, dir_fd=pfd, follow_symlinks=False)
                 new_mode = stat_mod.S_IMODE(now.st_mode)
         finally:
@@ -301,6 +326,31 @@ class Writing(Reading):
                 os.close(dfd)
         finally:
             os.close(sfd)
+
+
+def foreign_noter(
+    sfd: int | None, where: int, dir_rel: str, markers: list[str]
+) -> Callable[[str], object] | None:
+    """A ``note`` for :func:`stage` recording temporary names created in ``where`` when that
+    is not the state folder ``sfd`` (``None`` when no record is needed or possible)."""
+    if sfd is None or where == sfd:
+        return None
+    state = sfd
+
+    def note(name: str) -> None:
+        markers.append(note_foreign_temp(state, dir_rel, name))
+
+    return note
+
+
+def drop_markers(sfd: int | None, markers: list[str]) -> None:
+    """Remove the records of :func:`foreign_noter` once their temporary files are gone."""
+    if sfd is None:
+        return
+    for marker in markers:
+        with contextlib.suppress(OSError):
+            os.unlink(marker, dir_fd=sfd)
+    markers.clear()
 
 
 @contextlib.contextmanager

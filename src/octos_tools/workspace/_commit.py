@@ -21,12 +21,20 @@ from __future__ import annotations
 import contextlib
 import os
 import stat as stat_mod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ErrorKind, PathError
-from ._atomic import WriteOutcome, Writing, existing_file, same_device, stage
+from ._atomic import (
+    WriteOutcome,
+    Writing,
+    drop_markers,
+    existing_file,
+    foreign_noter,
+    same_device,
+    stage,
+)
 from ._errors import map_leaf_error, map_os_error, map_subdir_error
 from ._paths import DIR_FLAGS, O_CLOEXEC, O_NOFOLLOW, open_subdir
 from ._state import fsync_dir, write_journal
@@ -112,6 +120,7 @@ class _Transaction:
         self.items: list[_Staged] = []
         self.created_dirs: list[tuple[int, str]] = []  # (parent fd dup, name), in order
         self.journal: str | None = None
+        self.markers: list[str] = []  # records of temporary files outside the state folder
 
     def prepare(self, changes: Sequence[FileChange]) -> None:
         for ch in changes:
@@ -127,9 +136,10 @@ class _Transaction:
             st = existing_file(pfd, item.name, rel, link_note="it is neither followed nor replaced")
             item.before = st
             here = self.sfd if self.sfd is not None and same_device(self.sfd, pfd) else pfd
+            noter = foreign_noter(self.sfd, here, item.dir_rel, self.markers)
             if st is not None:
                 item.backup_fd = here
-                item.backup = _backup(pfd, item.name, here, rel)
+                item.backup = _backup(pfd, item.name, here, rel, noter)
             elif ch.content is None:
                 raise PathError(ErrorKind.NOT_FOUND, f"{rel} does not exist; nothing to delete")
             if ch.content is not None:
@@ -137,7 +147,7 @@ class _Transaction:
                 if mode is None and st is not None:
                     mode = stat_mod.S_IMODE(st.st_mode)
                 item.tmp_fd = here
-                item.tmp = stage(here, ch.content, rel, mode=mode, owner=st)
+                item.tmp = stage(here, ch.content, rel, mode=mode, owner=st, note=noter)
         if self.sfd is not None:
             fsync_dir(self.sfd)
 
@@ -274,6 +284,7 @@ class _Transaction:
                 os.rmdir(name, dir_fd=pfd)
 
     def close(self) -> None:
+        drop_markers(self.sfd, self.markers)
         for item in self.items:
             with contextlib.suppress(OSError):
                 os.close(item.pfd)
@@ -284,11 +295,18 @@ class _Transaction:
         self.created_dirs.clear()
 
 
-def _backup(pfd: int, name: str, dest_fd: int, rel: str) -> str:
+def _backup(
+    pfd: int, name: str, dest_fd: int, rel: str, note: Callable[[str], object] | None
+) -> str:
     """Keep the current file reachable under a temporary name in ``dest_fd`` (a hard link,
     else a copy); return that name."""
     for _ in range(100):
         bak = new_temp_name(".bak")
+        if note is not None:
+            try:
+                note(bak)
+            except OSError as exc:
+                raise map_os_error(exc, rel) from None
         try:
             os.link(name, bak, src_dir_fd=pfd, dst_dir_fd=dest_fd, follow_symlinks=False)
             return bak
@@ -307,4 +325,4 @@ def _backup(pfd: int, name: str, dest_fd: int, rel: str) -> str:
             data = fh.read()
     finally:
         os.close(fd)
-    return stage(dest_fd, data, rel, mode=stat_mod.S_IMODE(st.st_mode))
+    return stage(dest_fd, data, rel, mode=stat_mod.S_IMODE(st.st_mode), note=note)

@@ -4,6 +4,8 @@ Layout: ``<root>/.octos-tmp-state/`` (mode 0700) holds
 
 * staged new contents and backups of replaced files (``.octos-tmp-<hex>`` names), moved or
   hard-linked to and from their folders with ``renameat`` / ``linkat`` (same file system);
+* ``.octos-tmp-<hex>.where``: where a temporary file was created *outside* the folder
+  (beside its target, when that folder is on another file system), so it can be swept too;
 * ``journal-<hex>.json``: the list of renames of one multi-file commit, written (fsync-ed,
   renamed into place) after every new content is staged and before the first rename.
 
@@ -33,11 +35,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._paths import DIR_FLAGS, O_CLOEXEC, O_NOFOLLOW
-from ._tempnames import STATE_DIR_NAME, new_temp_name
+from ._tempnames import STATE_DIR_NAME, is_internal_temp_name, new_temp_name
 
 __all__ = [
     "JOURNAL_PREFIX",
     "fsync_dir",
+    "note_foreign_temp",
     "open_state_dir",
     "recover",
     "recover_if_idle",
@@ -178,6 +181,44 @@ def write_journal(sfd: int, items: list[dict[str, Any]]) -> str:
     return name
 
 
+def note_foreign_temp(sfd: int, dir_rel: str, name: str) -> str:
+    """Record, in the state folder, a temporary file about to be created outside it (in
+    the workspace folder ``dir_rel``, which sits on another file system); return the
+    record's name, to remove once the temporary file is gone.
+
+    Recovery removes the temporary files so recorded, so that a writer killed there leaves
+    nothing behind either.
+
+    Raises:
+        OSError: the record could not be written.
+    """
+    marker = new_temp_name(".where")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC
+    fd = os.open(marker, flags, 0o600, dir_fd=sfd)
+    try:
+        os.write(fd, json.dumps({"dir": dir_rel, "name": name}).encode("utf-8"))
+    finally:
+        os.close(fd)
+    return marker
+
+
+def _remove_foreign_temp(root_fd: int, sfd: int, marker: str) -> None:
+    items = _load_journal(sfd, marker, single=True)
+    if not items:
+        return
+    name = str(items[0].get("name", ""))
+    if not is_internal_temp_name(name) or "/" in name:
+        return
+    dfd = _open_rel_dir(root_fd, str(items[0].get("dir", "")))
+    if dfd is None:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+
+
 def recover(root_fd: int, sfd: int) -> None:
     """Roll every complete journal in ``sfd`` forward, then remove every other file there.
 
@@ -199,6 +240,9 @@ def recover(root_fd: int, sfd: int) -> None:
         else:
             keep.add(name)
             keep.update(str(it.get(k)) for it in items for k in ("tmp", "backup") if it.get(k))
+    for name in names:
+        if name.endswith(".where"):
+            _remove_foreign_temp(root_fd, sfd, name)
     removed = False
     for name in names:
         if name in keep:
@@ -210,7 +254,7 @@ def recover(root_fd: int, sfd: int) -> None:
         fsync_dir(sfd)
 
 
-def _load_journal(sfd: int, name: str) -> list[dict[str, Any]] | None:
+def _load_journal(sfd: int, name: str, *, single: bool = False) -> list[dict[str, Any]] | None:
     try:
         fd = os.open(name, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC, dir_fd=sfd)
     except OSError:
@@ -222,6 +266,8 @@ def _load_journal(sfd: int, name: str) -> list[dict[str, Any]] | None:
         return None
     finally:
         os.close(fd)
+    if single:
+        return [doc] if isinstance(doc, dict) else None
     items = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
         return None
