@@ -28,8 +28,9 @@ For display (``read_file``, ``grep``) use :func:`display`, which shows each unde
 as its Latin-1 character (``0xE9`` → ``é``), and :func:`latin1` to retry a match on a file
 that really is Latin-1.
 
-Source: DESIGN.md §4 (encodings and BOMs kept; bytes not edited never change); BC-09,
-BC-26, BC-28.
+Why: an edit must keep the file's encoding and BOM and never change bytes it did not mean
+to (editors' reported failures: mixed line endings after an edit, a UTF-16 file rewritten as
+UTF-8, stray Latin-1 bytes turned into U+FFFD).
 """
 
 from __future__ import annotations
