@@ -468,6 +468,18 @@ async def test_input_alias_read_only_and_missing_arguments(tmp_path: Path) -> No
     with pytest.raises(ToolError) as info:  # no registry: no diff_edit to delegate to
         await tool.execute_with_context(ToolContext(), {"path": "a.txt", "diff": "@@\n-a\n+b\n"})
     assert info.value.kind is ErrorKind.UNAVAILABLE
+    with pytest.raises(ToolError) as info:
+        await tool.execute_with_context(ToolContext(), {})
+    assert "missing required field 'patch'" in info.value.message
+    with pytest.raises(ToolError) as info:
+        await tool.execute_with_context(ToolContext(), {"input": 5})
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+
+
+def test_aliases_are_accepted_but_not_advertised() -> None:
+    schema = ApplyPatchTool(None).input_schema
+    assert set(schema["properties"]) == {"patch"} and schema["required"] == ["patch"]
+    assert schema["additionalProperties"] is False
 
 
 @pytest.mark.anyio
