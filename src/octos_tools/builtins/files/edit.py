@@ -40,8 +40,8 @@ class EditFileTool(FileTool):
     name = "edit_file"
     title = "Edit file"
     description = (
-        "Replace exact text in a file. old_string must occur once (add nearby lines to make "
-        "it unique) unless replace_all. Keeps encoding and line endings."
+        "Replace exact text in a file; old_string must be unique unless replace_all. Keeps "
+        "encoding and line endings."
     )
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 

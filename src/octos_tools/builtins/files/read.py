@@ -238,10 +238,7 @@ class ReadFileTool(FileTool):
 
     name = "read_file"
     title = "Read file"
-    description = (
-        "Read a text file as numbered lines. For long files pass start_line/end_line; the "
-        "footer says how to go on."
-    )
+    description = "Read a text file as numbered lines; use start_line/end_line for long files."
     concurrency_class = ConcurrencyClass.SAFE
 
     class Args(FileArgs):
