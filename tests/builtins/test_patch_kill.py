@@ -142,6 +142,7 @@ def _die_after_renames(root: Path, k: int) -> None:  # pragma: no cover - runs i
         os._exit(1)
 
 
+@pytest.mark.slow
 def test_a_kill_after_any_rename_of_the_commit_is_rolled_forward(tmp_path: Path) -> None:
     """The child kills itself (SIGKILL) right after the k-th file of a 40-file commit was
     renamed into place (k = 1, 2, 20, 39): the next open of the workspace, or the next
