@@ -344,3 +344,34 @@ def test_temp_files_beside_their_target_are_swept_after_a_kill(tmp_path: Path, m
     else:
         assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.txt", "sub"]
         assert (tmp_path / "sub" / "a.txt").read_text() == "old"
+
+
+def test_a_planted_state_folder_or_journal_never_leads_outside(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x").write_text("keep")
+    # a symlink where the state folder goes: never followed, writes still atomic
+    (root / ".octos-tmp-state").symlink_to(outside)
+    ws = Workspace(root)
+    ws.apply_changes([FileChange("a.txt", b"1"), FileChange("b.txt", b"2")])
+    assert sorted(p.name for p in outside.iterdir()) == ["x"]
+    assert (root / "a.txt").read_text() == "1" and (root / "b.txt").read_text() == "2"
+    (root / ".octos-tmp-state").unlink()
+    # a forged journal naming folders and files outside: ignored
+    state = root / ".octos-tmp-state"
+    state.mkdir()
+    (state / ".octos-tmp-0000000000000000").write_text("forged")
+    forged = [
+        {"dir": "../outside", "name": "x", "tmp": ".octos-tmp-0000000000000000", "tmp_in": "state"},
+        {"dir": "", "name": "../outside/x", "delete": True},
+        {"dir": "", "name": "a.txt", "tmp": "../outside/x", "tmp_in": "dir"},
+    ]
+    import json
+
+    (state / "journal-0000000000000000.json").write_text(json.dumps({"items": forged}))
+    Workspace(root)
+    assert (outside / "x").read_text() == "keep"
+    assert (root / "a.txt").read_text() == "1"
+    assert not state.exists()

@@ -28,7 +28,6 @@ commit finished or was rolled back.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -48,6 +47,11 @@ __all__ = [
     "writer_lock",
 ]
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - no flock here: no state folder, temporaries beside
+    fcntl = None  # type: ignore[assignment]
+
 JOURNAL_PREFIX = "journal-"
 
 
@@ -59,8 +63,11 @@ def fsync_dir(fd: int) -> None:
 
 def open_state_dir(root_fd: int, *, create: bool) -> int | None:
     """A descriptor of the state folder under ``root_fd``, or ``None`` when it is missing
-    (and not ``create``), cannot be created (read-only or full file system, no permission)
-    or is not a real folder (a symlink there is never followed)."""
+    (and not ``create``), cannot be created (read-only or full file system, no permission),
+    is not a real folder (a symlink there is never followed) or the platform has no
+    ``flock``."""
+    if fcntl is None:  # pragma: no cover
+        return None
     try:
         return os.open(STATE_DIR_NAME, DIR_FLAGS, dir_fd=root_fd)
     except FileNotFoundError:
@@ -206,8 +213,8 @@ def _remove_foreign_temp(root_fd: int, sfd: int, marker: str) -> None:
     items = _load_journal(sfd, marker, single=True)
     if not items:
         return
-    name = str(items[0].get("name", ""))
-    if not is_internal_temp_name(name) or "/" in name:
+    name = _single(items[0].get("name"))
+    if name is None or not is_internal_temp_name(name):
         return
     dfd = _open_rel_dir(root_fd, str(items[0].get("dir", "")))
     if dfd is None:
@@ -274,10 +281,21 @@ def _load_journal(sfd: int, name: str, *, single: bool = False) -> list[dict[str
     return items
 
 
+def _single(name: object) -> str | None:
+    """``name`` if it is one ordinary path component, else ``None``."""
+    if not isinstance(name, str) or not name or "/" in name or "\x00" in name:
+        return None
+    return None if name in (".", "..") else name
+
+
 def _open_rel_dir(root_fd: int, rel: str) -> int | None:
+    """Open the workspace folder ``rel`` without following links or leaving the root."""
+    parts = [p for p in rel.split("/") if p]
+    if any(_single(p) is None for p in parts):
+        return None
     fd = os.dup(root_fd)
     try:
-        for part in (p for p in rel.split("/") if p):
+        for part in parts:
             nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nxt
@@ -291,28 +309,33 @@ def _roll_forward(root_fd: int, sfd: int, items: list[dict[str, Any]]) -> bool:
     """Finish the renames of one journal; ``False`` when some item could not be finished."""
     ok = True
     for item in items:
-        dfd = _open_rel_dir(root_fd, str(item.get("dir", "")))
+        rel = item.get("dir", "")
+        if not isinstance(rel, str) or any(_single(p) is None for p in rel.split("/") if p):
+            continue  # not a journal we wrote: ignored
+        dfd = _open_rel_dir(root_fd, rel)
         if dfd is None:
-            ok = False
+            ok = False  # the folder is gone or unreadable: keep the journal for later
             continue
         try:
-            name = str(item["name"])
-            tmp = item.get("tmp")
+            name = _single(item.get("name"))
+            tmp = _single(item.get("tmp")) if item.get("tmp") else None
+            if name is None or (tmp is not None and not is_internal_temp_name(tmp)):
+                continue  # not a journal we wrote: ignored
             src_fd = sfd if item.get("tmp_in") == "state" else dfd
             if tmp:
                 try:
-                    os.replace(str(tmp), name, src_dir_fd=src_fd, dst_dir_fd=dfd)
+                    os.replace(tmp, name, src_dir_fd=src_fd, dst_dir_fd=dfd)
                 except FileNotFoundError:
                     pass  # renamed before the crash
             elif item.get("delete"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=dfd)
-            backup = item.get("backup")
-            if backup and item.get("backup_in") != "state":
+            backup = _single(item.get("backup"))
+            if backup and is_internal_temp_name(backup) and item.get("backup_in") != "state":
                 with contextlib.suppress(OSError):
-                    os.unlink(str(backup), dir_fd=dfd)
+                    os.unlink(backup, dir_fd=dfd)
             fsync_dir(dfd)
-        except (OSError, KeyError):
+        except OSError:
             ok = False
         finally:
             os.close(dfd)
