@@ -375,3 +375,47 @@ def test_a_planted_state_folder_or_journal_never_leads_outside(tmp_path: Path) -
     assert (outside / "x").read_text() == "keep"
     assert (root / "a.txt").read_text() == "1"
     assert not state.exists()
+
+
+def test_concurrent_writers_share_the_state_folder_safely(tmp_path: Path) -> None:
+    """Threads and a second process write at once: the state folder is created, shared and
+    removed under their feet without a write failing or a temporary file left behind."""
+    import threading
+
+    ws = Workspace(tmp_path)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(25):
+                if i % 5 == 0:
+                    ws.apply_changes(
+                        [FileChange(f"t{n}/a.txt", b"%d" % i), FileChange(f"t{n}/b.txt", b"%d" % i)]
+                    )
+                else:
+                    ws.write_bytes(f"t{n}/w.txt", b"%d" % i)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom octos_tools.workspace import Workspace\n"
+            "ws = Workspace(sys.argv[1])\n"
+            "for i in range(60): ws.write_bytes('p/x.txt', b'%d' % i)\n",
+            str(tmp_path),
+        ]
+    )
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert child.wait(timeout=120) == 0
+    assert not errors, errors
+    for n in range(6):
+        assert (tmp_path / f"t{n}" / "w.txt").read_bytes() == b"24"
+        assert (tmp_path / f"t{n}" / "a.txt").read_bytes() == b"20"
+    assert (tmp_path / "p" / "x.txt").read_bytes() == b"59"
+    assert no_temp_left(tmp_path) and not (tmp_path / ".octos-tmp-state").exists()
