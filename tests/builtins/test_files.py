@@ -694,3 +694,24 @@ async def test_read_file_trailing_slash_on_a_file_is_not_a_directory(
     assert kind(edit) == "not_a_directory"
     write = await call(files.WriteFileTool, ws, {"path": "ok.txt/", "content": "x"})
     assert kind(write) == "not_a_directory" and (root / "ok.txt").read_text() == "fine\n"
+
+
+async def test_a_streamed_column_range_stays_bounded(root: Path, ws: Workspace) -> None:
+    """30 lines of 1 MB read from column 900,000: the kept text is capped (about 16 MiB),
+    the answer ends early and says where to go on."""
+    with (root / "wide.txt").open("w") as fh:
+        for i in range(30):
+            fh.write(f"{i:02d}" + "z" * 999_998 + "\n")
+    tracemalloc.start()
+    try:
+        res = await call(
+            files.ReadFileTool,
+            ws,
+            {"path": "wide.txt", "start_line": 1, "end_line": 30, "start_column": 900_000},
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.success and "next part: start_line=" in res.output, res.output[-300:]
+    assert "characters 900,000-" in res.output
+    assert peak < 64 * 1024 * 1024, peak

@@ -29,6 +29,7 @@ __all__ = ["ReadFileTool"]
 
 _STREAM_CHUNK = 1 << 20
 _MAX_STREAM_COLUMN = 1_000_000
+_MAX_KEPT_BYTES = 16 << 20  # a streamed range keeps at most about this much of its lines
 
 
 @dataclass
@@ -140,10 +141,12 @@ def _stream_lines(
     """Lines ``start_idx .. end-1`` (0-based) of a big file, each as ``(its first
     keep_bytes bytes, its full length in bytes)``, and the file's total line count.
 
-    Reads in 1 MiB chunks; memory stays bounded by the lines kept, whatever the file size.
+    Reads in 1 MiB chunks; memory stays bounded (about 16 MiB of kept lines, then the range
+    ends early), whatever the file size.
     """
     stop = end if end is not None else start_idx + 1_000_000
     kept: list[tuple[bytes, int]] = []
+    kept_bytes = 0
     cur = bytearray()
     cur_len = 0
     full_len = 0
@@ -182,6 +185,9 @@ def _stream_lines(
                 break
             if start_idx <= lineno < stop:
                 kept.append((bytes(cur), full_len))
+                kept_bytes += len(cur)
+                if kept_bytes > _MAX_KEPT_BYTES:
+                    stop = lineno + 1  # enough for one answer; the footer says where to go on
             cur = bytearray()
             cur_len = full_len = 0
             lineno += 1
