@@ -419,3 +419,19 @@ def test_concurrent_writers_share_the_state_folder_safely(tmp_path: Path) -> Non
         assert (tmp_path / f"t{n}" / "a.txt").read_bytes() == b"20"
     assert (tmp_path / "p" / "x.txt").read_bytes() == b"59"
     assert no_temp_left(tmp_path) and not (tmp_path / ".octos-tmp-state").exists()
+
+
+def test_the_hard_link_search_is_bounded(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    for i in range(60):
+        (tmp_path / f"d{i:02d}").mkdir()
+    os.link(tmp_path / "a.txt", tmp_path / "d59" / "b.txt")
+    os.link(tmp_path / "a.txt", tmp_path / "d00" / "c.txt")
+    st = (tmp_path / "a.txt").stat()
+    ws = Workspace(tmp_path)
+    assert ws.hard_links((st.st_dev, st.st_ino), exclude="a.txt") == (
+        ["d00/c.txt", "d59/b.txt"],
+        True,
+    )
+    names, complete = ws.hard_links((st.st_dev, st.st_ino), exclude="a.txt", max_dirs=10)
+    assert names == ["d00/c.txt"] and complete is False

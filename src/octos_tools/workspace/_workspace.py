@@ -69,4 +69,4 @@ class Workspace(Committing, Listing):
             ``(names, complete)``; ``complete`` is false when the search stopped after
             ``max_dirs`` folders or 10 names. See :func:`._links.find_hard_links`.
         """
-        return find_hard_links(self, inode, exclude=exclude, max_entries=max_dirs)
+        return find_hard_links(self, inode, exclude=exclude, max_dirs=max_dirs)
