@@ -112,11 +112,11 @@ class ApplyPatchTool(WorkspaceTool):
         "*** Begin Patch\n"
         "*** Add File: new.txt\n+line\n"
         "*** Delete File: old.txt\n"
-        "*** Update File: a.py\n*** Move to: b.py  (optional)\n"
-        "@@ def f():  (optional anchor)\n"
-        " context\n-removed\n+added\n"
+        "*** Update File: a.py\n*** Move to: b.py (optional)\n"
+        "@@ def f(): (optional anchor)\n"
+        " context\n-old\n+new\n"
         "*** End Patch\n"
-        "Give ~3 context lines per change. All or nothing."
+        "Use ~3 context lines. All or nothing."
     )
     tags = ("fs", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
