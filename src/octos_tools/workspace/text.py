@@ -141,8 +141,11 @@ def is_binary(data: bytes, *, whole: bool = False) -> bool:
         return True
     if not head:
         return False
-    control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 8, 27))
+    control = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return control * 10 > len(head) * 3
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 8, 27))
 
 
 def _bad_wide(data: bytes, bom: bytes, codec: str) -> bool:
@@ -248,6 +251,14 @@ def split_lines(text: str, *, keepends: bool = False) -> list[str]:
     """
     if not text:
         return []
+    if "\r" not in text:  # fast path: LF only
+        parts = text.split("\n")
+        last = parts.pop()
+        if keepends:
+            parts = [p + "\n" for p in parts]
+        if last:
+            parts.append(last)
+        return parts
     lines: list[str] = []
     pos = 0
     for m in _EOL_RE.finditer(text):

@@ -76,10 +76,10 @@ def _read_view(ws: Workspace, path: str, start: int, end: int | None, column: in
                     ErrorKind.BINARY_FILE, f"{rel} is a binary file ({size:,} bytes)", size=size
                 )
             doc = textcodec.decode(data)
-            all_lines = textcodec.split_lines(doc.text)
+            all_lines = textcodec.split_lines(textcodec.display(doc.text))
             total = len(all_lines)
             stop = total if end is None else min(end, total)
-            lines = [textcodec.display(x) for x in all_lines[start - 1 : stop]]
+            lines = all_lines[start - 1 : stop]
             lengths = [len(x) for x in lines]
             note = _encoding_note(rel, doc)
             whole = [True] * len(lines)
@@ -295,7 +295,9 @@ class ReadFileTool(FileTool):
         lines_cut = 0
         for i in range(len(view.lines)):
             text, long_line = _show_line(view, i, column)
-            size = len(text.encode("utf-8", "replace")) + width + 3
+            size = (
+                (len(text) if text.isascii() else len(text.encode("utf-8", "replace"))) + width + 3
+            )
             if used + size > self.output_budget and shown_last >= view.first:
                 cut = True
                 break
