@@ -435,3 +435,20 @@ def test_the_hard_link_search_is_bounded(tmp_path: Path) -> None:
     )
     names, complete = ws.hard_links((st.st_dev, st.st_ino), exclude="a.txt", max_dirs=10)
     assert names == ["d00/c.txt"] and complete is False
+
+
+def test_a_commit_of_many_files_needs_few_descriptors(tmp_path: Path) -> None:
+    """600 files in 3 folders (6 of them new) commit with at most 200 open descriptors."""
+    import resource
+
+    ws = Workspace(tmp_path)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    changes = [FileChange(f"d{i % 3}/e{i % 2}/f{i}.txt", b"%d" % i) for i in range(600)]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(200, hard), hard))
+    try:
+        outcomes = ws.apply_changes(changes)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(outcomes) == 600 and all(o.created for o in outcomes)
+    assert (tmp_path / "d2" / "e1" / "f599.txt").read_bytes() == b"599"
+    assert no_temp_left(tmp_path)

@@ -118,7 +118,8 @@ class _Transaction:
         self.ws = ws
         self.sfd = sfd
         self.items: list[_Staged] = []
-        self.created_dirs: list[tuple[int, str]] = []  # (parent fd dup, name), in order
+        self.created_dirs: list[tuple[list[str], str]] = []  # (parent parts, name), in order
+        self.dirs: dict[str, int] = {}  # open folders by workspace-relative path, shared
         self.journal: str | None = None
         self.markers: list[str] = []  # records of temporary files outside the state folder
 
@@ -130,7 +131,11 @@ class _Transaction:
                 raise PathError(ErrorKind.IS_A_DIRECTORY, "the workspace root is a directory")
             if ch.content is not None:
                 self.ws._check_writable_name(parts, os.fspath(ch.path))
-            pfd = self._open_parent(parts[:-1], rel, create=ch.content is not None)
+            dir_rel = "/".join(parts[:-1])
+            pfd = self.dirs.get(dir_rel)
+            if pfd is None:
+                pfd = self._open_parent(parts[:-1], rel, create=ch.content is not None)
+                self.dirs[dir_rel] = pfd
             item = _Staged(rel, "/".join(parts[:-1]), pfd, parts[-1], ch.content, ch.mode)
             self.items.append(item)
             st = existing_file(pfd, item.name, rel, link_note="it is neither followed nor replaced")
@@ -165,7 +170,7 @@ class _Transaction:
                         ) from None
                     try:
                         os.mkdir(name, 0o777, dir_fd=fd)
-                        self.created_dirs.append((os.dup(fd), name))
+                        self.created_dirs.append((list(parts[:i]), name))
                     except FileExistsError:
                         pass
                     except OSError as exc:
@@ -279,18 +284,20 @@ class _Transaction:
                     os.unlink(item.backup, dir_fd=item.backup_fd)
             item.tmp = item.backup = None
         self._drop_journal()
-        for pfd, name in reversed(self.created_dirs):
-            with contextlib.suppress(OSError):
-                os.rmdir(name, dir_fd=pfd)
+        for parent, name in reversed(self.created_dirs):
+            with contextlib.suppress(OSError, PathError):
+                pfd = self.ws._open_dir(parent, "/".join(parent) or ".")
+                try:
+                    os.rmdir(name, dir_fd=pfd)
+                finally:
+                    os.close(pfd)
 
     def close(self) -> None:
         drop_markers(self.sfd, self.markers)
-        for item in self.items:
+        for fd in self.dirs.values():
             with contextlib.suppress(OSError):
-                os.close(item.pfd)
-        for pfd, _ in self.created_dirs:
-            with contextlib.suppress(OSError):
-                os.close(pfd)
+                os.close(fd)
+        self.dirs.clear()
         self.items.clear()
         self.created_dirs.clear()
 
