@@ -78,9 +78,8 @@ class ErrorKind(str, Enum):
     REMOTE_ERROR = "remote_error"
     """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
     it said it)."""
-    NO_SPACE = "no_space"
-    """The disk (or a quota) is full (ENOSPC / EDQUOT): nothing was written; free space and
-    retry."""
+    DISK_FULL = "disk_full"
+    """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
