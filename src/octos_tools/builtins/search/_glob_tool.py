@@ -1,0 +1,116 @@
+"""``glob``: workspace paths matching a glob pattern, under the walk rule of ``grep``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from ...errors import ErrorKind, PathError, ToolError
+from ...tool import ToolResult
+from ...typed import ToolArgs
+from ...workspace import text as textcodec
+from ._budget import Budget
+from ._globmatch import GlobMatcher, State, components, expand_braces
+from ._tool import SearchTool, check_nul
+from ._walk import walk
+
+if TYPE_CHECKING:
+    from ...context import ToolContext
+    from ...workspace import Workspace
+
+__all__ = ["GlobTool"]
+
+
+class GlobTool(SearchTool):
+    """``glob {pattern, limit=100}``: workspace paths matching a glob pattern.
+
+    ``*``, ``?``, ``[...]`` within a component, ``**`` across directories, ``{a,b}``
+    alternatives; case-sensitive; hidden files included. Absolute patterns and ``..``
+    components are refused (``invalid_arguments``). The files are those ``grep`` searches
+    (:mod:`._rules`: ``.gitignore`` honoured, ``.git`` never entered, internal files
+    hidden); symbolic links are named, never followed. Results come in sorted depth-first
+    order; directories end with ``/``. Matching is ``O(path components × pattern
+    components)`` per entry, whatever the number of ``**``.
+
+    Source: octos ``crates/octos-agent/src/tools/glob_tool.rs`` (scoped variant), with
+    grep's ignore rules added.
+    """
+
+    name = "glob"
+    title = "Find files by pattern"
+    description = (
+        "Find workspace files by path glob, e.g. '**/*.py' or 'src/*.{ts,tsx}'. Honours "
+        ".gitignore; folders end with '/'."
+    )
+
+    class Args(ToolArgs):
+        pattern: str = Field(description="Glob, relative to the workspace root.")
+        limit: int = Field(100, ge=1, description="Most paths to return.")
+
+    async def run(self, args: GlobTool.Args, ctx: ToolContext | None) -> ToolResult:
+        ws = self.workspace_for(ctx)
+        pattern, limit = args.pattern, args.limit
+        check_nul(pattern, "pattern")
+        if not pattern.strip():
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "pattern is empty")
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"glob pattern {pattern!r} is absolute or contains '..'; use a pattern "
+                "relative to the workspace root",
+            )
+        patterns = [components(p) for p in expand_braces(pattern)]
+        if any(".." in comps for comps in patterns):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, f"glob pattern {pattern!r} expands to a '..' path"
+            )
+        patterns = [p for p in patterns if p]
+        matcher = GlobMatcher(patterns)
+        results, more = await self._bounded(lambda b: _glob(ws, matcher, limit, b))
+        if not results:
+            return ToolResult.ok(
+                f"No files found matching pattern: {pattern}",
+                structured_metadata={"pattern": pattern, "count": 0},
+            )
+        head = f"Found {len(results)} path(s)" + (
+            f" (limited to {limit}; more exist)" if more else ""
+        )
+        return ToolResult.ok(
+            head + ":\n" + "\n".join(textcodec.display(r) for r in results),
+            structured_metadata={
+                "pattern": pattern,
+                "count": len(results),
+                "truncated": more,
+                "paths": results,
+            },
+        )
+
+
+def _glob(
+    ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget
+) -> tuple[list[str], bool]:
+    """Paths matching ``matcher`` in walk order: ``(first limit, more exist)``."""
+    states: dict[str, State] = {"": matcher.start()}
+    if not matcher.alive(states[""]):
+        return [], False
+
+    def descend(rel: str) -> bool:
+        return rel in states
+
+    results: list[str] = []
+    try:
+        for found in walk(ws, ".", budget, descend=descend):
+            parent = found.rel[: -len(found.name) - 1] if "/" in found.rel else ""
+            here = matcher.step(states[parent], found.name)
+            if not here:
+                continue
+            if found.kind == "dir" and matcher.alive(here):
+                states[found.rel] = here
+            if matcher.accepts(here):
+                if len(results) >= limit:
+                    return results, True
+                results.append(found.rel + ("/" if found.kind == "dir" else ""))
+    except OSError as exc:
+        raise PathError(ErrorKind.NOT_FOUND, f"the workspace root cannot be read: {exc}") from None
+    return results, False
