@@ -4,8 +4,8 @@
   included, a directory that is ignored is never entered), whether or not a ``.git`` exists;
 * ``.git/info/exclude`` of a repository (a directory holding a ``.git`` directory) applies
   below it, after every ``.gitignore``;
-* a directory holding ``.git`` starts a new repository: ``.gitignore`` rules of the
-  directories above it stop applying (as git and ripgrep do);
+* the rules of a directory apply to everything below it, a nested repository included (as
+  ripgrep does with ``--no-require-git``);
 * nothing named ``.git`` is listed or entered; other hidden files and folders (``.github``,
   ``.env.example``) are kept;
 * octos-tools' own internal files (temporary files of atomic writes, ``.octos-tmp-*``, and
@@ -167,21 +167,18 @@ class IgnoreRules:
         """The rules inside the directory ``rel`` (workspace-relative, ``""`` for the
         root), open as ``dir_fd``, whose entries are ``names``."""
         names = set(names)
-        levels = self._levels
         ex_lines: list[str] = []
+        gi_lines: list[str] = []
         if ".git" in names:
-            levels = ()  # a repository starts here: rules from above stop applying
-            with_exclude = read_ignore_file(dir_fd, (".git", "info", "exclude"))
-            ex_lines = with_exclude or []
-        gi_lines = (
-            (read_ignore_file(dir_fd, (".gitignore",)) or []) if ".gitignore" in names else []
-        )
+            ex_lines = read_ignore_file(dir_fd, (".git", "info", "exclude")) or []
+        if ".gitignore" in names:
+            gi_lines = read_ignore_file(dir_fd, (".gitignore",)) or []
         if not gi_lines and not ex_lines:
-            return self if levels is self._levels else IgnoreRules(levels)
+            return self
         level = _Level(rel, _spec(gi_lines), _spec(ex_lines), tuple(gi_lines), tuple(ex_lines))
         if level.gitignore is None and level.exclude is None:
-            return self if levels is self._levels else IgnoreRules(levels)
-        return IgnoreRules((*levels, level))
+            return self
+        return IgnoreRules((*self._levels, level))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """Whether the entry ``rel`` (workspace-relative) is ignored: the deepest
