@@ -112,6 +112,21 @@ async def test_glob_with_many_double_stars_finishes_within_its_limit(tmp_path: P
     assert res.success and "ab.txt" in res.output
 
 
+async def test_a_hostile_gitignore_line_does_not_hang_the_walk(tmp_path: Path) -> None:
+    # Python's re backtracks for minutes on this line against long names
+    (tmp_path / ".gitignore").write_text("*a*a*a*a*a*a*a*a*a*b\n")
+    for i in range(30):
+        (tmp_path / ("a" * 200 + f"{i:02}")).write_text("x")
+    ws = Workspace(tmp_path)
+    reg = registry(ws, timeout=5.0)
+    t0 = time.monotonic()
+    res = await reg.execute("glob", {"pattern": "**/*", "limit": 100})
+    assert time.monotonic() - t0 < 7.0
+    assert res.success or (res.error_kind is not None and res.error_kind.value == "timeout")
+    if res.success:
+        assert res.structured_metadata is not None and res.structured_metadata["count"] == 31
+
+
 def test_glob_walk_stops_when_its_budget_ends(tmp_path: Path) -> None:
     from octos_tools.builtins.search._glob_tool import _glob
     from octos_tools.builtins.search._globmatch import GlobMatcher

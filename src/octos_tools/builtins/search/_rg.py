@@ -38,7 +38,7 @@ from ._hits import (
     verified_binary,
     verified_skip,
 )
-from ._rules import RG_WALK_ARGS, rg_ignore_lines, rules_above
+from ._rules import RG_WALK_ARGS, is_internal_path, rg_ignore_lines, rules_above
 
 if TYPE_CHECKING:
     from ...workspace import Workspace
@@ -102,7 +102,7 @@ class _Collector:
 
     def _finish(self, binary_offset: int | None = None) -> None:
         hits, self.current = self.current, None
-        if hits is None:
+        if hits is None or (not self.is_file and is_internal_path(hits.path)):
             return
         if binary_offset is not None and hits.path not in self.binary:
             if self.is_file or verified_binary(self.ws, hits.path, binary_offset):
