@@ -16,6 +16,7 @@ from ._budget import Budget
 from ._hits import GrepQuery, GrepResult
 from ._pygrep import grep_python
 from ._rg import find_rg, grep_rg
+from ._rules import is_internal_path
 from ._tool import SearchTool, check_nul
 
 if TYPE_CHECKING:
@@ -128,8 +129,14 @@ class GrepTool(SearchTool):
         rg = find_rg() if engine in (None, "rg") else None
         if engine == "rg" and rg is None:
             raise ToolError(ErrorKind.UNAVAILABLE, "the rg binary was not found")
+        if is_internal_path(rel):  # octos-tools' own files are never searched
+            return GrepResult([], 0, False, [], "none")
         if rg is not None:
-            return grep_rg(rg, ws, rel, is_file, q, budget)
+            try:
+                return grep_rg(rg, ws, rel, is_file, q, budget)
+            except OSError:  # rg present but cannot start: the Python engine answers
+                if engine == "rg":
+                    raise
         return grep_python(ws, rel, is_file, q, budget)
 
 

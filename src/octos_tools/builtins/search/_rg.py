@@ -206,6 +206,22 @@ def _errors(err: str) -> tuple[list[str], list[tuple[str, str]]]:
     return too_long, other
 
 
+def _spawn(cmd: list[str], root_fd: int, stdin: IO[bytes] | None) -> subprocess.Popen[bytes]:
+    """Start rg in the directory ``root_fd`` (the workspace root, opened without following
+    links): through ``/proc/self/fd/N``, a link to the open directory itself, never
+    re-resolved by name (and cheap: no ``preexec_fn``, so Python can use ``vfork``); where
+    there is no ``/proc``, by ``fchdir`` in the child."""
+    proc_cwd = f"/proc/self/fd/{root_fd}"
+    common: dict[str, Any] = {
+        "stdin": stdin if stdin is not None else subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+    }
+    if os.path.isdir("/proc/self/fd"):
+        return subprocess.Popen(cmd, cwd=proc_cwd, **common)
+    return subprocess.Popen(cmd, preexec_fn=lambda: os.fchdir(root_fd), **common)
+
+
 def grep_rg(
     rg: str, ws: Workspace, target: str, is_file: bool, q: GrepQuery, budget: Budget
 ) -> GrepResult:
@@ -236,13 +252,7 @@ def grep_rg(
     try:
         root_fd = os.open(ws.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=stdin_fh if stdin_fh is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                preexec_fn=lambda: os.fchdir(root_fd),  # only fchdir: async-signal-safe
-            )
+            proc = _spawn(cmd, root_fd, stdin_fh)
         finally:
             os.close(root_fd)
             if stdin_fh is not None:
