@@ -49,6 +49,31 @@ def compile_pattern(q: GrepQuery) -> Any:
         ) from None
 
 
+_NOT_LINE_LOCAL = ("\\A", "\\Z", "\\z", "\\G", "\\K", "(?=", "(?!", "(?<", "(?*", "(?r")
+
+
+def whole_text_filter(q: GrepQuery) -> Any | None:
+    """A pattern to test a whole file at once before searching it line by line, or
+    ``None`` when ``q.pattern`` cannot be tested that way.
+
+    Sound for text without ``\\r`` (lines split on ``\\n`` only): with ``MULTILINE``,
+    ``^``/``$`` match at line ends and ``\\b`` sees ``\\n`` as a non-word character, as it
+    sees a line's end, so a match in a line is a match in the text. Patterns with
+    assertions that look past a line's end (``\\A``, ``\\Z``, lookarounds, ...) are not
+    filtered. One timed call per file instead of one per line: most files of a rare
+    pattern are skipped at once.
+    """
+    import regex
+
+    if any(tok in q.pattern for tok in _NOT_LINE_LOCAL):
+        return None
+    flags = regex.MULTILINE | (regex.IGNORECASE if q.ignore_case else 0)
+    try:
+        return regex.compile(q.pattern, flags)
+    except (regex.error, ValueError, OverflowError):
+        return None
+
+
 def _read_at(dir_fd: int, name: str) -> bytes | str:
     """The bytes of the regular file ``name`` in ``dir_fd``, or a reason it was skipped."""
     try:
@@ -141,6 +166,7 @@ def grep_python(
     import regex
 
     rx = compile_pattern(q)
+    whole = whole_text_filter(q)
     names = None
     if q.file_pattern:
         import fnmatch
@@ -160,6 +186,12 @@ def grep_python(
             continue
         hits = FileHits(rel)
         text = textcodec.decode(data).text
+        if whole is not None and "\r" not in text:
+            try:
+                if whole.search(text, timeout=budget.remaining(), concurrent=True) is None:
+                    continue
+            except TimeoutError:
+                raise BudgetExceeded() from None
         for no, line, is_match in _search(text, rx, q, budget, q.limit + 1 - total):
             hits.lines[no] = (textcodec.display(line), is_match)
         if hits.lines:

@@ -287,8 +287,9 @@ def grep_rg(
         return res
     too_long, other = _errors(err)
     res.skipped = [(p, r) for p, r in other[:_MAX_SKIPPED] if verified_skip(ws, p)]
-    for folder in too_long:
+    for folder in sorted(too_long, key=path_key):
         _search_too_long(ws, folder, q, budget, res)
+    res.skipped.sort(key=lambda item: path_key(item[0]))
     return res
 
 
