@@ -101,40 +101,55 @@ def time_cmd(cmd: list[str], cwd: Path, runs: int) -> float:
 
 
 def bench_grep(runs: int) -> None:
+    """Ours and raw rg interleaved run by run (a loaded machine slows both alike)."""
     tree = stdlib_copy()
     files, size = tree_stats(tree)
     print(f"tree: {tree} ({files:,} files, {size / 1e6:.0f} MB)")
     ws = Workspace(tree)
     rg = search.find_rg()
     assert rg, "rg not found"
+    regs = {}
+    for engine in ("rg", "python"):
+        reg = ToolRegistry(workspace=ws)
+        search.register(reg, ws, Config())
+        tool = reg.get("grep")
+        assert isinstance(tool, search.GrepTool)
+        tool.engine = engine
+        regs[engine] = reg
     for label, pattern, limit in [("rare", RARE, 50), ("common", COMMON, 50)]:
         print(f"\npattern {label}: {pattern!r} (limit {limit})")
         q = GrepQuery(pattern, False, 0, limit, None)
         raw_json = [*rg_command(rg, q), "./"]
-        raw = time_cmd(raw_json, tree, runs)
-        plain = time_cmd([rg, "--no-config", "--regexp", pattern, "./"], tree, runs)
-        for engine in ("rg", "python"):
-            reg = ToolRegistry(workspace=ws)
-            search.register(reg, ws, Config())
-            tool = reg.get("grep")
-            assert isinstance(tool, search.GrepTool)
-            tool.engine = engine
-            n = runs if engine == "rg" else max(1, runs // 3)
-            args = {"pattern": pattern, "limit": limit}
-            secs, head = anyio.run(time_tool, reg, "grep", args, n)
-            print(
-                f"  registry grep [{engine:6}] median {secs * 1000:8.1f} ms   "
-                f"{secs / raw:5.2f}x raw rg --json   ({head})"
-            )
-        print(f"  raw rg --json (parallel, same flags) median {raw * 1000:8.1f} ms")
-        print(f"  raw rg (parallel, plain)             median {plain * 1000:8.1f} ms")
-    reg = ToolRegistry(workspace=ws)
-    search.register(reg, ws, Config())
-    secs, head = anyio.run(time_tool, reg, "glob", {"pattern": "**/*.py", "limit": 100}, runs)
+        plain_cmd = [rg, "--no-config", "--regexp", pattern, "./"]
+        args: dict[str, object] = {"pattern": pattern, "limit": limit}
+        ours: list[float] = []
+        raw: list[float] = []
+        plain: list[float] = []
+        head = ""
+        for _ in range(runs):
+            raw.append(time_cmd(raw_json, tree, 1))
+            secs, head = anyio.run(time_tool, regs["rg"], "grep", args, 1)
+            ours.append(secs)
+            plain.append(time_cmd(plain_cmd, tree, 1))
+        slow, slow_head = anyio.run(time_tool, regs["python"], "grep", args, max(1, runs // 3))
+        r = median(raw)
+        print(f"  registry grep [rg    ] median {median(ours) * 1000:8.1f} ms   ({head})")
+        print(f"  raw rg --json (parallel, same flags) median {r * 1000:8.1f} ms")
+        print(f"  raw rg (parallel, plain)             median {median(plain) * 1000:8.1f} ms")
+        print(f"  ours / raw rg --json: {median(ours) / r:.2f}x")
+        print(f"  registry grep [python] median {slow * 1000:8.1f} ms   ({slow_head})")
+    reg = regs["rg"]
     files_cmd = [rg, "--files", "--no-config", *RG_WALK_ARGS, "./"]
-    print(f"\nglob '**/*.py' (limit 100): registry median {secs * 1000:8.1f} ms   ({head})")
-    raw_files = time_cmd(files_cmd, tree, runs)
-    print(f"  raw rg --files (same walk rule)      median {raw_files * 1000:8.1f} ms")
+    globs: list[float] = []
+    raw_files: list[float] = []
+    for _ in range(runs):
+        secs, head = anyio.run(time_tool, reg, "glob", {"pattern": "**/*.py", "limit": 100}, 1)
+        globs.append(secs)
+        raw_files.append(time_cmd(files_cmd, tree, 1))
+    print(
+        f"\nglob '**/*.py' (limit 100): registry median {median(globs) * 1000:8.1f} ms   ({head})"
+    )
+    print(f"  raw rg --files (same walk rule)      median {median(raw_files) * 1000:8.1f} ms")
 
 
 _READER = r"""
