@@ -99,9 +99,10 @@ class _Collector:
         self.matches = 0
         self.more = False
         self.current: FileHits | None = None
+        self.pending = 0  # matches in ``current``
 
     def _finish(self, binary_offset: int | None = None) -> None:
-        hits, self.current = self.current, None
+        hits, self.current, self.pending = self.current, None, 0
         if hits is None or (not self.is_file and is_internal_path(hits.path)):
             return
         if binary_offset is not None and hits.path not in self.binary:
@@ -128,8 +129,10 @@ class _Collector:
                 textcodec.display(text),
                 kind == "match",
             )
-            if kind == "match" and self.matches + self.current.matches > self.q.limit:
-                self._finish()  # enough in this file alone: confirm what we have
+            if kind == "match":
+                self.pending += 1
+                if self.matches + self.pending > self.q.limit:
+                    self._finish()  # enough in this file alone: confirm what we have
         elif kind == "end":
             if self.current is None:  # cut short above; only the binary flag is left
                 self.current = FileHits(self.target if self.is_file else _rel(data.get("path")))
