@@ -45,11 +45,6 @@ class Budget:
         self.deadline = deadline
         self._stop = threading.Event()
 
-    @classmethod
-    def seconds(cls, limit: float) -> Budget:
-        """A budget that ends ``limit`` seconds from now."""
-        return cls(time.monotonic() + limit)
-
     def stop(self) -> None:
         """Ask the work holding this budget to stop at its next :meth:`check`."""
         self._stop.set()
