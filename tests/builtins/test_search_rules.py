@@ -214,3 +214,27 @@ def test_walk_never_enters_a_symlinked_folder(tmp_path: Path) -> None:
     os.symlink(tmp_path / "out", root / "link")
     found = {f.rel: f.kind for f in walk(Workspace(root), ".", Budget())}
     assert found == {"d": "dir", "link": "symlink"}
+
+
+async def test_names_that_are_not_utf8_are_shown_and_json_safe(tmp_path: Path) -> None:
+    import json
+
+    root = os.fsencode(tmp_path / "w")
+    os.makedirs(root + b"/d\xe9")
+    with open(root + b"/d\xe9/f\xff.txt", "wb") as fh:
+        fh.write(b"needle here\n")
+    with open(root + b"/bin\xfe.dat", "wb") as fh:
+        fh.write(b"needle\x00x\n")
+    ws = Workspace(tmp_path / "w")
+    outs = []
+    for engine in ("rg", "python"):
+        tool = search.GrepTool(ws, Config())
+        tool.engine = engine
+        res = await call(tool, ws, {"pattern": "needle"})
+        assert "dé/fÿ.txt:1: needle here" in res.output, engine
+        json.dumps(res.structured_metadata, ensure_ascii=False).encode("utf-8")
+        outs.append(res.output)
+    assert outs[0] == outs[1]
+    res = await call(search.GlobTool(ws), ws, {"pattern": "**/*.txt"})
+    assert res.output.endswith("dé/fÿ.txt")
+    json.dumps(res.structured_metadata, ensure_ascii=False).encode("utf-8")

@@ -82,7 +82,7 @@ class GlobTool(SearchTool):
                 "pattern": pattern,
                 "count": len(results),
                 "truncated": more,
-                "paths": results,
+                "paths": [textcodec.display(r) for r in results],
             },
         )
 

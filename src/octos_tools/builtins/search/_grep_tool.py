@@ -101,10 +101,13 @@ class GrepTool(SearchTool):
             "files": len(res.files),
             "truncated": res.more,
             "engine": res.engine,
-            "binary_skipped": res.binary_skipped[:_MAX_META_PATHS],
+            "binary_skipped": [textcodec.display(p) for p in res.binary_skipped[:_MAX_META_PATHS]],
         }
         if res.skipped:
-            meta["skipped"] = [{"path": p, "reason": r} for p, r in res.skipped[:_MAX_META_PATHS]]
+            meta["skipped"] = [
+                {"path": textcodec.display(p), "reason": r}
+                for p, r in res.skipped[:_MAX_META_PATHS]
+            ]
         return ToolResult.ok(format_grep(res, q), structured_metadata=meta)
 
     def _search(self, ws: Workspace, path: str, q: GrepQuery, budget: Budget) -> GrepResult:
