@@ -93,8 +93,10 @@ async def test_python_grep_stops_a_runaway_regex_at_its_limit(tmp_path: Path) ->
     took = time.monotonic() - t0
     assert res.error_kind is not None and res.error_kind.value == "timeout", res.output
     assert took < 3.0
-    # no worker thread keeps backtracking after the answer
-    assert cpu_seconds_over(0.5) < 0.3
+    # no worker thread keeps backtracking after the answer (the regex package checks its
+    # timeout every few thousand steps: allow it a moment past the limit on a busy machine)
+    time.sleep(0.5)
+    assert cpu_seconds_over(0.5) < 0.2
     # and the server stays usable: a plain search right after works
     res = await reg.execute("grep", {"pattern": "b$"})
     assert res.success and "a.txt:1:" in res.output
