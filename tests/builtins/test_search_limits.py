@@ -273,3 +273,33 @@ async def test_rg_reports_what_it_cannot_read(tmp_path: Path) -> None:
         assert "[not searched: locked" in res.output
     finally:
         (tmp_path / "locked").chmod(0o755)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_unreadable_folders_are_named_not_dropped(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octos_tools.builtins.search import _walk
+
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "x.txt").write_text("needle\n")
+    (tmp_path / "open.txt").write_text("needle\n")
+    real_scan = _walk._scan
+
+    def scan(fd: int) -> Any:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("/locked"):
+            raise PermissionError(13, "Permission denied")
+        return real_scan(fd)
+
+    monkeypatch.setattr(_walk, "_scan", scan)
+    ws = Workspace(tmp_path)
+    reg = registry(ws, timeout=10.0, engine=engine)
+    res = await reg.execute("glob", {"pattern": "**/*.txt"})
+    assert res.success and "open.txt" in res.output
+    assert "[folders not listed: locked/ (Permission denied)]" in res.output
+    assert res.structured_metadata is not None
+    assert res.structured_metadata["skipped"] == [{"path": "locked", "reason": "Permission denied"}]
+    if engine == "python":
+        res = await reg.execute("grep", {"pattern": "needle"})
+        assert res.success and "open.txt:1:" in res.output
+        assert "[not searched: locked (Permission denied)]" in res.output

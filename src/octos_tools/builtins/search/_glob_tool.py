@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -67,40 +68,54 @@ class GlobTool(SearchTool):
             )
         patterns = [p for p in patterns if p]
         matcher = GlobMatcher(patterns)
-        results, more = await self._bounded(lambda b: _glob(ws, matcher, limit, b))
+        found = await self._bounded(lambda b: _glob(ws, matcher, limit, b))
+        results, more, skipped = found.paths, found.more, found.skipped
+        note = ""
+        if skipped:
+            names = ", ".join(f"{textcodec.display(p)}/ ({r})" for p, r in skipped[:5])
+            extra = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+            note = f"\n\n[folders not listed: {names}{extra}]"
+        meta: dict[str, Any] = {"pattern": pattern, "count": len(results)}
+        if skipped:
+            meta["skipped"] = [{"path": textcodec.display(p), "reason": r} for p, r in skipped[:50]]
         if not results:
             return ToolResult.ok(
-                f"No files found matching pattern: {pattern}",
-                structured_metadata={"pattern": pattern, "count": 0},
+                f"No files found matching pattern: {pattern}{note}", structured_metadata=meta
             )
         head = f"Found {len(results)} path(s)" + (
             f" (limited to {limit}; more exist)" if more else ""
         )
+        meta["truncated"] = more
+        meta["paths"] = [textcodec.display(r) for r in results]
         return ToolResult.ok(
-            head + ":\n" + "\n".join(textcodec.display(r) for r in results),
-            structured_metadata={
-                "pattern": pattern,
-                "count": len(results),
-                "truncated": more,
-                "paths": [textcodec.display(r) for r in results],
-            },
+            head + ":\n" + "\n".join(textcodec.display(r) for r in results) + note,
+            structured_metadata=meta,
         )
 
 
-def _glob(
-    ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget
-) -> tuple[list[str], bool]:
-    """Paths matching ``matcher`` in walk order: ``(first limit, more exist)``."""
+@dataclass(slots=True)
+class _Found:
+    paths: list[str]
+    more: bool
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _glob(ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget) -> _Found:
+    """Paths matching ``matcher`` in walk order (the first ``limit``), whether more exist,
+    and the folders that could not be read."""
+    out = _Found([], False)
     states: dict[str, State] = {"": matcher.start()}
     if not matcher.alive(states[""]):
-        return [], False
+        return out
 
     def descend(rel: str) -> bool:
         return rel in states
 
-    results: list[str] = []
+    def on_error(rel: str, exc: OSError) -> None:
+        out.skipped.append((rel, exc.strerror or "cannot be read"))
+
     try:
-        for found in walk(ws, ".", budget, descend=descend):
+        for found in walk(ws, ".", budget, descend=descend, on_error=on_error):
             parent = found.rel[: -len(found.name) - 1] if "/" in found.rel else ""
             here = matcher.step(states[parent], found.name)
             if not here:
@@ -108,9 +123,10 @@ def _glob(
             if found.kind == "dir" and matcher.alive(here):
                 states[found.rel] = here
             if matcher.accepts(here):
-                if len(results) >= limit:
-                    return results, True
-                results.append(found.rel + ("/" if found.kind == "dir" else ""))
+                if len(out.paths) >= limit:
+                    out.more = True
+                    return out
+                out.paths.append(found.rel + ("/" if found.kind == "dir" else ""))
     except OSError as exc:
         raise PathError(ErrorKind.NOT_FOUND, f"the workspace root cannot be read: {exc}") from None
-    return results, False
+    return out
