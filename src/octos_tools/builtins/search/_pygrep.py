@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ErrorKind, ToolError
+from ...errors import ErrorKind, PathError, ToolError
 from ...workspace import text as textcodec
 from ._budget import Budget, BudgetExceeded
 from ._globmatch import expand_braces
@@ -120,11 +120,16 @@ def _candidates(
     def on_error(rel: str, exc: OSError) -> None:
         skipped.append((rel, exc.strerror or "cannot be read"))
 
-    for found in walk(ws, target, budget, on_error=on_error):
-        if found.kind != "file" or (names is not None and not names.match(found.name)):
-            continue
-        budget.check()
-        yield found.rel, _read_at(found.dir_fd, found.name)
+    try:
+        for found in walk(ws, target, budget, on_error=on_error):
+            if found.kind != "file" or (names is not None and not names.match(found.name)):
+                continue
+            budget.check()
+            yield found.rel, _read_at(found.dir_fd, found.name)
+    except OSError as exc:  # the folder itself vanished or was swapped for a link
+        raise PathError(
+            ErrorKind.NOT_FOUND, f"{target} cannot be read: {exc.strerror or exc}"
+        ) from None
 
 
 def _search(
