@@ -394,19 +394,17 @@ async def test_grep_during_symlink_swaps_never_shows_outside_lines(
 def test_whole_text_filter_never_skips_a_matching_line(pattern: str) -> None:
     import regex
 
-    from octos_tools.builtins.search._hits import GrepQuery
-    from octos_tools.builtins.search._pygrep import whole_text_filter
+    from octos_tools.builtins.search._linematch import line_local
 
     texts = ["ab\nc\n", "x\nab", "c\n\nb", "ba b\n", "\n", "a \nb\n", "xb\nc"]
-    q = GrepQuery(pattern, False, 0, 10, None)
-    whole = whole_text_filter(q)
-    assert whole is not None
+    assert line_local(pattern)
+    whole = regex.compile(pattern, regex.MULTILINE)
     rx = regex.compile(pattern)
     for text in texts:
         if any(rx.search(line) for line in text.split("\n")[: text.count("\n") + 1]):
             assert whole.search(text), (pattern, text)
     for lookaround in [r"a(?!\n)", r"(?<=\n)b", r"\Aa", r"b\Z"]:
-        assert whole_text_filter(GrepQuery(lookaround, False, 0, 10, None)) is None
+        assert not line_local(lookaround)
 
 
 def test_rg_hits_are_checked_against_the_workspace(root: Path, ws: Workspace) -> None:
