@@ -7,9 +7,10 @@ hidden files kept, octos-tools' internal files hidden), applied by one Python wa
 bounded by its time limit (:mod:`._budget`).
 
 Modules, one job each: ``_rules`` (which files exist), ``_walk`` (the descriptor walk),
-``_globmatch`` (glob patterns), ``_rg`` and ``_pygrep`` (the two grep engines), ``_hits``
-(grep results and the checks they pass), ``_budget`` (time limits), ``_list_dir``,
-``_glob_tool``, ``_grep_tool`` (the tools).
+``_globmatch`` (glob patterns), ``_rg`` and ``_pygrep`` (the two grep engines),
+``_linematch`` (the Python engine's killable matching process), ``_hits`` (grep results and
+the checks they pass), ``_budget`` (time limits), ``_tool`` (their base class),
+``_list_dir``, ``_glob_tool``, ``_grep_tool`` (the tools).
 """
 
 from __future__ import annotations
