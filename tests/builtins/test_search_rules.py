@@ -238,3 +238,17 @@ async def test_names_that_are_not_utf8_are_shown_and_json_safe(tmp_path: Path) -
     res = await call(search.GlobTool(ws), ws, {"pattern": "**/*.txt"})
     assert res.output.endswith("dé/fÿ.txt")
     json.dumps(res.structured_metadata, ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("file_pattern", ["*", ".*", "config", "*.{py,json}", ".octos*"])
+async def test_a_file_pattern_never_lets_git_or_internal_files_in(
+    tree: Path, file_pattern: str
+) -> None:
+    ws = Workspace(tree)
+    for engine in ("rg", "python"):
+        tool = search.GrepTool(ws, Config())
+        tool.engine = engine
+        res = await call(tool, ws, {"pattern": "needle", "file_pattern": file_pattern})
+        assert res.success, res.output
+        for bad in ("needle git", "needle temp", "needle journal"):
+            assert bad not in res.output, (engine, file_pattern)
