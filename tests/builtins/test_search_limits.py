@@ -306,3 +306,38 @@ async def test_unreadable_folders_are_named_not_dropped(
         res = await reg.execute("grep", {"pattern": "needle"})
         assert res.success and "open.txt:1:" in res.output
         assert "[not searched: locked (Permission denied)]" in res.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_plain_task_cancel_stops_the_search(tmp_path: Path, engine: str) -> None:
+    """A host that times calls out by cancelling the task (no anyio deadline to read):
+    the thread, rg and the matching process still stop right away."""
+    import asyncio
+
+    from octos_tools.context import ToolContext
+
+    (tmp_path / "a.txt").write_text(("a" * 40 + "b\n") * 3)
+    for i in range(2000):
+        (tmp_path / f"f{i:04}.txt").write_text("x\n")
+    ws = Workspace(tmp_path)
+    tool = search.GrepTool(ws, Config())
+    tool.engine = engine
+    # rg finishes this quickly; the Python engine's child backtracks for minutes
+    pattern = "(a|a)+$" if engine == "python" else "x"
+    before = child_pids()
+    task = asyncio.ensure_future(
+        tool.execute_with_context(ToolContext(workspace=ws), {"pattern": pattern})
+    )
+    asyncio.get_running_loop().call_later(0.5, task.cancel)
+    t0 = time.monotonic()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert time.monotonic() - t0 < 2.0
+    deadline = time.monotonic() + 2.0
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not child_pids() - before
+    assert cpu_seconds_over(0.5) < 0.2
