@@ -252,3 +252,61 @@ async def test_a_file_pattern_never_lets_git_or_internal_files_in(
         assert res.success, res.output
         for bad in ("needle git", "needle temp", "needle journal"):
             assert bad not in res.output, (engine, file_pattern)
+
+
+_NAMES = ["a", "b", "ab", "x.py", "y.log", "build", "src", ".hid", "a b", "k.tmp", "dir1"]
+_LINES = [
+    "*.py", "*.log", "!keep.log", "build/", "/a", "a/", "**/b", "src/**", "a/**/b", "!*.py",
+    "*", "!b", "dir1/*", "/src/x.py", "?b", "[ab]", "**/", "a/b/", "!a/", ".hid", "!.hid/",
+    "\\!x", "#c", "b ", "*.tmp", "!k.tmp", "/dir1/", "**/x.py", "src/*/b", "!src/", "*/",
+]  # fmt: skip
+
+
+def _random_tree(root: Path, rnd: Any, depth: int = 0) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for name in rnd.sample(_NAMES, rnd.randint(1, 5)):
+        if depth < 3 and rnd.random() < 0.4:
+            _random_tree(root / name, rnd, depth + 1)
+        elif not (root / name).exists():
+            (root / name).write_text("needle\n")
+    if rnd.random() < 0.5:
+        (root / ".gitignore").write_text("\n".join(rnd.sample(_LINES, rnd.randint(1, 4))) + "\n")
+
+
+@pytest.mark.parametrize("seed", range(24))
+async def test_random_trees_walk_as_rg_walks(tmp_path: Path, seed: int) -> None:
+    """Random trees and ignore files: the Python walk and `rg --files` (with the ignore
+    lines of the folders above, for a walk below the root) list the same files, from every
+    folder; grep's two engines agree."""
+    import random
+
+    from octos_tools.builtins.search._rules import rg_ignore_lines, rules_above
+
+    rg = search.find_rg()
+    assert rg is not None
+    root = tmp_path / "w"
+    _random_tree(root, random.Random(seed))
+    ws = Workspace(root)
+    starts = [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir())]
+    for start in starts:
+        cmd = [rg, "--files", "--no-config", *RG_WALK_ARGS]
+        lines = rg_ignore_lines(rules_above(ws, start)) if start != "." else []
+        if lines:
+            ignore = tmp_path / "ignore"
+            ignore.write_text("\n".join(lines) + "\n")
+            cmd += ["--ignore-file", str(ignore)]
+        out = subprocess.run(
+            [*cmd, "--", start if start != "." else "./"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        theirs = {line.removeprefix("./") for line in out.splitlines()}
+        assert walked_files(ws, start) == theirs, start
+    outs = []
+    for engine in ("rg", "python"):
+        tool = search.GrepTool(ws, Config())
+        tool.engine = engine
+        outs.append((await call(tool, ws, {"pattern": "needle", "limit": 1000})).output)
+    assert outs[0] == outs[1]

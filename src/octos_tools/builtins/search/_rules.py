@@ -84,9 +84,11 @@ def is_internal_name(name: str, is_dir: bool = False) -> bool:
     return bool(check(name)) if check is not None else False
 
 
-_Compiled = tuple[tuple["regex.Pattern[str]", bool, bool], ...]
-"""Per pattern: its regex, whether it ignores (``False``: a ``!`` negation), and whether
-it matches everything below a prefix (a trailing ``/**``)."""
+_Compiled = tuple[tuple["regex.Pattern[str]", bool], ...]
+"""Per pattern: its regex (matching a path itself) and whether it ignores (``False``: a
+``!`` negation)."""
+_DIR_MARK_OPT = "(?:(?P<ps_d>/)|$)"
+_DIR_MARK = "(?P<ps_d>/)"
 _RX_FLAGS = 0x2 | 0x8 | 0x10  # re.IGNORECASE | re.MULTILINE | re.DOTALL: same in regex
 
 
@@ -94,9 +96,15 @@ def _spec(lines: Iterable[str]) -> _Compiled | None:
     """Compile gitignore lines with ``pathspec``'s ``GitIgnoreSpec`` patterns; a line
     that is not a valid pattern is skipped (git skips it too).
 
-    The regular expressions pathspec makes are run by the ``regex`` package: Python's
-    :mod:`re` backtracks for minutes on a hostile line such as ``*a*a*a*a*a*a*b`` against
-    a long name; ``regex`` stays within a fraction of a second even on a 4 KiB path.
+    pathspec's expressions are searched with prefix semantics: ``build/`` also matches
+    ``build/gen.py`` through the "directory mark" group. Here a pattern must match the path
+    itself, as in git and ripgrep (what lies below an ignored folder is never walked; what
+    lies below a folder named explicitly is searched): the mark is anchored at the end of
+    the path (directories are checked with a trailing ``/``).
+
+    The expressions are run by the ``regex`` package: Python's :mod:`re` backtracks for
+    minutes on a hostile line such as ``*a*a*a*a*a*a*b`` against a long name; ``regex``
+    stays within a fraction of a second even on a 4 KiB path.
     """
     import regex
     from pathspec import GitIgnoreSpec
@@ -112,11 +120,11 @@ def _spec(lines: Iterable[str]) -> _Compiled | None:
             except Exception:  # noqa: BLE001
                 continue
     out = []
-    for line, pat in pairs:
+    for _line, pat in pairs:
         if pat.include is None or pat.regex is None:
             continue
-        rx = regex.compile(pat.regex.pattern, pat.regex.flags & _RX_FLAGS)
-        out.append((rx, bool(pat.include), line.rstrip().endswith("/**")))
+        text = pat.regex.pattern.replace(_DIR_MARK_OPT, "/?\\Z").replace(_DIR_MARK, "/\\Z")
+        out.append((regex.compile(text, pat.regex.flags & _RX_FLAGS), bool(pat.include)))
     return tuple(out) or None
 
 
@@ -128,17 +136,10 @@ def is_internal_path(rel: str) -> bool:
 
 def _verdict(spec: _Compiled, path: str) -> bool | None:
     """The last pattern of ``spec`` matching ``path`` itself (a directory with a trailing
-    ``/``): ``True`` ignored, ``False`` re-included, ``None`` no match.
-
-    ``pathspec`` also matches what lies below a matched directory; git does not (a file is
-    excluded by its ignored parent, which the walk never enters), so a match must end at the
-    end of the path, except for a trailing ``/**``.
-    """
+    ``/``): ``True`` ignored, ``False`` re-included, ``None`` no match."""
     verdict = None
-    n = len(path)
-    for rx, include, prefix in spec:
-        m = rx.match(path)
-        if m is not None and (prefix or m.end() == n):
+    for rx, include in spec:
+        if rx.search(path) is not None:
             verdict = include
     return verdict
 
