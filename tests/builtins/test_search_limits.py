@@ -213,8 +213,8 @@ async def test_grep_metadata_never_answers_for_outside_files(tmp_path: Path, eng
 # ------------------------------------------------------------------ long paths
 
 
-def make_long_path(root: Path, levels: int = 18) -> str:
-    """A file below ``levels`` folders of 250-byte names (over 4,096 bytes in all)."""
+def make_long_path(root: Path, levels: int = 18, leaf: str = "deep.txt") -> str:
+    """A file ``leaf`` below ``levels`` folders of 250-byte names."""
     name = "d" * 250
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -223,19 +223,26 @@ def make_long_path(root: Path, levels: int = 18) -> str:
             nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = nxt
-        f = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        f = os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
         os.write(f, b"needle in a deep file\n")
         os.close(f)
     finally:
         os.close(fd)
-    rel = "/".join([name] * levels + ["deep.txt"])
+    rel = "/".join([name] * levels + [leaf])
     assert len(rel.encode()) > 4096
     return rel
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_grep_finds_a_file_whose_path_is_over_4096_bytes(tmp_path: Path, engine: str) -> None:
-    rel = make_long_path(tmp_path)
+@pytest.mark.parametrize(
+    ("levels", "leaf"),
+    [(18, "deep.txt"), (16, "f" * 240 + "deep.txt")],
+    ids=["folder-too-long", "file-too-long"],
+)
+async def test_grep_finds_a_file_whose_path_is_over_4096_bytes(
+    tmp_path: Path, engine: str, levels: int, leaf: str
+) -> None:
+    rel = make_long_path(tmp_path, levels, leaf)
     (tmp_path / "top.txt").write_text("needle at the top\n")
     ws = Workspace(tmp_path)
     reg = registry(ws, timeout=30.0, engine=engine)
@@ -244,7 +251,7 @@ async def test_grep_finds_a_file_whose_path_is_over_4096_bytes(tmp_path: Path, e
     assert f"{rel}:1: needle in a deep file" in res.output
     assert "top.txt:1: needle at the top" in res.output
     assert res.structured_metadata is not None and res.structured_metadata["matches"] == 2
-    res = await reg.execute("glob", {"pattern": "**/deep.txt"})
+    res = await reg.execute("glob", {"pattern": "**/*deep.txt"})
     assert res.success and rel in res.output
 
 

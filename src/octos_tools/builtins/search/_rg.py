@@ -19,6 +19,7 @@ import json
 import os
 import selectors
 import shutil
+import stat as stat_mod
 import subprocess
 import sys
 import tempfile
@@ -299,16 +300,22 @@ def grep_rg(
 def _search_too_long(
     ws: Workspace, folder: str, q: GrepQuery, budget: Budget, res: GrepResult
 ) -> None:
-    """Search a folder rg could not open (path over ``PATH_MAX``) with the Python engine
-    and merge its findings into ``res``."""
+    """Search a folder or file rg could not open (path over ``PATH_MAX``) with the Python
+    engine and merge its findings into ``res``."""
     from ._pygrep import grep_python
 
     left = q.limit + 1 - res.matches
-    if left <= 0 or not verified_skip(ws, folder):
+    if left <= 0:
+        return
+    try:
+        mode = ws.stat(folder).st_mode
+    except ToolError:
+        return  # not in the workspace (anymore): nothing to report
+    if not (stat_mod.S_ISDIR(mode) or stat_mod.S_ISREG(mode)):
         return
     sub_q = GrepQuery(q.pattern, q.ignore_case, q.context, left, q.file_pattern)
     try:
-        sub = grep_python(ws, folder, False, sub_q, budget)
+        sub = grep_python(ws, folder, stat_mod.S_ISREG(mode), sub_q, budget)
     except ToolError as exc:
         if isinstance(exc, BudgetExceeded):
             raise
