@@ -75,6 +75,8 @@ class ErrorKind(str, Enum):
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
+    UNSUPPORTED_MEDIA = "unsupported_media"
+    """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

@@ -32,6 +32,7 @@ FAMILIES: list[str] = [
     "code",
     "discovery",
     "media",
+    "image",
 ]
 
 #: ``tool name -> extra`` for built-in tools left out because their extra is missing.
