@@ -33,6 +33,7 @@ FAMILIES: list[str] = [
     "discovery",
     "media",
     "image",
+    "browser",
 ]
 
 #: ``tool name -> extra`` for built-in tools left out because their extra is missing.
