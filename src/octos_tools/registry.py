@@ -63,10 +63,14 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 #: also hides ``spawn_agent``; denying ``read_task_output`` also hides ``wait_agent``.
 _EQUIVALENT_NAMES: dict[str, tuple[str, ...]] = {
     "spawn_agent": ("spawn_agent", "spawn"),
+    "delegate": ("delegate", "spawn_agent", "spawn"),
     "wait_agent": ("wait_agent", "read_task_output"),
     "bash": ("bash", "exec_command"),
 }
-_DENY_ALIASES: dict[str, tuple[str, ...]] = {"bash": ("exec_command",)}
+_DENY_ALIASES: dict[str, tuple[str, ...]] = {
+    "bash": ("exec_command",),
+    "delegate": ("spawn_agent",),
+}
 """Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
 a hard policy whose deny entry names the original denies the alias too, so an alias is
 never a way round a deny list (ours)."""
