@@ -231,3 +231,15 @@ async def test_agent_loop_sends_the_image_to_the_model(tmp_path: Path, dialect_n
     else:
         [block] = last["content"]
         assert block["type"] == "tool_result" and block["content"][1]["source"]["data"] == encoded
+
+
+async def test_animated_gif_sends_its_first_frame(tmp_path: Path) -> None:
+    frames = [Image.new("RGB", (30, 20), color) for color in ((255, 0, 0), (0, 0, 255))]
+    out = io.BytesIO()
+    frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    (tmp_path / "anim.gif").write_bytes(out.getvalue())
+    result = await _view(tmp_path, "anim.gif")
+    [image] = result.content
+    assert isinstance(image, ImageContent) and image.mime_type != "image/gif"
+    first = _decode(image).convert("RGB").getpixel((5, 5))
+    assert first[0] > 200 and first[2] < 50  # red: the first frame

@@ -99,9 +99,10 @@ class FittedImage:
 def fit_image(data: bytes, fmt: str, *, max_side: int, max_bytes: int) -> FittedImage:
     """Fit an encoded raster image into ``max_side`` pixels and ``max_bytes`` bytes.
 
-    An image already within both limits and in a provider format is returned unchanged;
-    otherwise it is re-encoded (PNG if it has an alpha channel or a palette, else JPEG),
-    halving the quality and then the size until it fits. Blocking: run it in a thread.
+    An image already within both limits and in a provider format (an animated image is
+    not: its first frame is sent) is returned unchanged; otherwise it is re-encoded (PNG
+    if it has an alpha channel or a palette, else JPEG), lowering the quality and then the
+    size until it fits. Blocking: run it in a thread.
 
     Args:
         data: the file's bytes.
@@ -130,8 +131,16 @@ def fit_image(data: bytes, fmt: str, *, max_side: int, max_bytes: int) -> Fitted
             ErrorKind.UNSUPPORTED_MEDIA, f"the {fmt.upper()} data cannot be decoded: {exc}"
         ) from None
     width, height = img.size
-    if fmt in _PROVIDER_FORMATS and max(width, height) <= max_side and len(data) <= max_bytes:
+    animated = bool(getattr(img, "is_animated", False))  # OpenAI takes no animated GIF
+    if (
+        fmt in _PROVIDER_FORMATS
+        and not animated
+        and max(width, height) <= max_side
+        and len(data) <= max_bytes
+    ):
         return FittedImage(data, _MIME[fmt], width, height, width, height, False)
+    if animated:
+        img.seek(0)  # the first frame
     keep_alpha = img.mode in ("RGBA", "LA", "P", "PA") or "transparency" in img.info
     frame = img.convert("RGBA" if keep_alpha else "RGB")
     scale = min(1.0, max_side / max(width, height))
