@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -232,6 +233,25 @@ async def test_navigate_click_type_read_and_screenshot(site: Callable[..., Site]
         )
         assert xhr.output.startswith("refused") and "Blocked requests" in xhr.output
         assert private.seen == []
+
+        # a WebSocket (even to an allowed host) is never opened: it would bypass the guard
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        ws_port = listener.getsockname()[1]
+        ws = await act(
+            t,
+            action="evaluate",
+            expression=(
+                f"new Promise(r => {{ const w = new WebSocket('ws://127.0.0.1:{ws_port}/');"
+                " w.onopen = () => r('open'); w.onclose = () => r('closed'); })"
+            ),
+        )
+        assert ws.output.startswith("closed") and "WebSockets are not opened" in ws.output
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+        listener.close()
 
         # clicking a link navigates through the guard as well
         about = await act(t, action="click", selector="a[href='/about']")

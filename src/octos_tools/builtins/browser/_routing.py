@@ -4,7 +4,7 @@ Chromium never reaches the network itself: the page's context routes every reque
 (``BrowserContext.route("**/*")``) to :meth:`GuardedFetcher.handle`, which
 
 * refuses anything but ``http`` / ``https`` (``data:``, ``blob:`` and ``about:`` never reach
-  the network and are not routed);
+  the network and are not routed), and every WebSocket (:meth:`GuardedFetcher.refuse_websocket`);
 * checks the host with :func:`~octos_tools.builtins.web.guard.check_host` (resolved once per
   host and port, every address public unless allow-listed) and refuses with
   ``blockedbyclient``, recording why;
@@ -40,7 +40,7 @@ from ..web.guard import HostAllowList, check_host
 
 if TYPE_CHECKING:
     import httpx2
-    from playwright.async_api import Request, Route
+    from playwright.async_api import Request, Route, WebSocketRoute
 
 __all__ = ["Blocked", "GuardedFetcher"]
 
@@ -191,6 +191,13 @@ class GuardedFetcher:
         except NETWORK_ERRORS as exc:
             self.failed[url] = f"{type(exc).__name__}: {exc}"
             await route.abort("connectionfailed")
+
+    async def refuse_websocket(self, ws: WebSocketRoute) -> None:
+        """Refuse a WebSocket (``BrowserContext.route_web_socket``): it would connect from
+        outside the pinned client, so none is opened; the page sees it close (code 1008)."""
+        reason = "WebSockets are not opened by the browser tool"
+        self.blocked.append(Blocked(ws.url, reason, "network_refused"))
+        await ws.close(code=1008, reason=reason)
 
     async def _refuse(self, route: Route, entry: Blocked) -> None:
         self.blocked.append(entry)

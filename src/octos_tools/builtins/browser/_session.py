@@ -102,6 +102,7 @@ class BrowserSession:
                 service_workers="block", accept_downloads=False
             )
             await self._context.route("**/*", self.fetcher.handle)
+            await self._context.route_web_socket("**", self.fetcher.refuse_websocket)
             self._page = await self._context.new_page()
         except BaseException:
             await self.aclose()
