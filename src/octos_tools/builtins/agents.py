@@ -1,4 +1,4 @@
-"""Sub-agent tools (Codex aliases over the task supervisor, octos §1.5).
+"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor).
 
 ``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
 child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
@@ -68,7 +68,7 @@ __all__ = [
 #: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
 #: (octos ``spawn``: refuses at depth >= 4).
 MAX_SPAWN_DEPTH = 4
-#: ``wait_agent`` timeout default and maximum, in milliseconds (octos §7).
+#: ``wait_agent`` timeout default and maximum, in milliseconds (octos's values).
 WAIT_DEFAULT_MS = 30_000
 WAIT_MAX_MS = 3_600_000
 #: Characters of an agent's final output shown by ``wait_agent``.
@@ -283,7 +283,7 @@ class _AgentTool(TypedTool):
 
 
 class SpawnAgentTool(_AgentTool):
-    """``spawn_agent`` (Codex P0; tags gateway, code; Exclusive): start a child agent.
+    """``spawn_agent`` (Codex; tags gateway, code; Exclusive): start a child agent.
 
     ``mode: "sync"`` waits for it and returns its final output; the default ``background``
     returns the ``agent_id`` at once.
@@ -353,7 +353,7 @@ class SpawnAgentTool(_AgentTool):
 
 
 class SendInputTool(_AgentTool):
-    """``send_input {id, message, interrupt?}`` (Codex P0): message a child agent."""
+    """``send_input {id, message, interrupt?}`` (Codex): message a child agent."""
 
     name = "send_input"
     title = "Message a sub-agent"
@@ -397,7 +397,7 @@ class SendInputTool(_AgentTool):
 
 
 class ResumeAgentTool(_AgentTool):
-    """``resume_agent {id}`` (Codex P0): run a finished agent again with its recorded inputs."""
+    """``resume_agent {id}`` (Codex): run a finished agent again with its recorded inputs."""
 
     name = "resume_agent"
     title = "Resume a sub-agent"
@@ -431,7 +431,7 @@ class ResumeAgentTool(_AgentTool):
 
 
 class WaitAgentTool(_AgentTool):
-    """``wait_agent {ids, timeout_ms=30000}`` (Codex P0): wait for agents to finish."""
+    """``wait_agent {ids, timeout_ms=30000}`` (Codex): wait for agents to finish."""
 
     name = "wait_agent"
     title = "Wait for sub-agents"
@@ -468,7 +468,7 @@ class WaitAgentTool(_AgentTool):
 
 
 class CloseAgentTool(_AgentTool):
-    """``close_agent {id}`` (Codex P0): cancel a running agent."""
+    """``close_agent {id}`` (Codex): cancel a running agent."""
 
     name = "close_agent"
     title = "Stop a sub-agent"
