@@ -243,3 +243,26 @@ async def test_animated_gif_sends_its_first_frame(tmp_path: Path) -> None:
     assert isinstance(image, ImageContent) and image.mime_type != "image/gif"
     first = _decode(image).convert("RGB").getpixel((5, 5))
     assert first[0] > 200 and first[2] < 50  # red: the first frame
+
+
+async def test_large_jpeg_states_its_original_size(tmp_path: Path) -> None:
+    (tmp_path / "photo.jpg").write_bytes(_encoded("JPEG", (4000, 2000)))
+    result = await _view(tmp_path, "photo.jpg", ImageConfig(max_side=400))
+    [image] = result.content
+    assert isinstance(image, ImageContent) and _decode(image).size == (400, 200)
+    assert "4000x2000" in result.output
+
+
+async def test_too_many_pixels_refused_before_decoding(tmp_path: Path) -> None:
+    # a tiny file that claims 10,000 x 10,000 pixels (a header over a 1x1 body)
+    header = _png(1, 1)
+    import struct
+    import zlib
+
+    ihdr = struct.pack(">IIBBBBB", 10_000, 10_000, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    patched = header[:8] + struct.pack(">I", 13) + chunk + struct.pack(">I", zlib.crc32(chunk))
+    (tmp_path / "bomb.png").write_bytes(patched + header[33:])
+    result = await _view(tmp_path, "bomb.png")
+    assert result.error_kind is not None and result.error_kind.value == "file_too_large"
+    assert "10000x10000" in result.output

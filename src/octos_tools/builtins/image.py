@@ -20,6 +20,7 @@ Pillow is imported only when an image is processed (extra ``image``).
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ _MIME = {
 }
 #: Characters of SVG text shown at most.
 MAX_SVG_CHARS = 100_000
+#: Images with more pixels than this are refused before they are decoded (a 16 MB PNG can
+#: hold a 20,000 x 20,000 picture that decodes to 1.6 GB).
+MAX_PIXELS = 50_000_000
 
 
 def sniff_image_format(head: bytes) -> str | None:
@@ -122,7 +126,17 @@ def fit_image(data: bytes, fmt: str, *, max_side: int, max_bytes: int) -> Fitted
             "images need Pillow: pip install 'octos-tools[image]'",
         ) from None
     try:
-        img: Any = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # our own pixel limit below decides
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img: Any = Image.open(io.BytesIO(data))
+        width, height = img.size  # the original size (draft below may decode smaller)
+        if width * height > MAX_PIXELS:
+            raise ToolError(
+                ErrorKind.FILE_TOO_LARGE,
+                f"image is {width}x{height} pixels, over the limit of {MAX_PIXELS:,} pixels",
+            )
+        if fmt == "jpeg":
+            img.draft("RGB", (max_side, max_side))  # decode at a reduced scale when possible
         img.load()
     except Image.DecompressionBombError as exc:
         raise ToolError(ErrorKind.FILE_TOO_LARGE, f"image has too many pixels: {exc}") from None
@@ -130,7 +144,6 @@ def fit_image(data: bytes, fmt: str, *, max_side: int, max_bytes: int) -> Fitted
         raise ToolError(
             ErrorKind.UNSUPPORTED_MEDIA, f"the {fmt.upper()} data cannot be decoded: {exc}"
         ) from None
-    width, height = img.size
     animated = bool(getattr(img, "is_animated", False))  # OpenAI takes no animated GIF
     if (
         fmt in _PROVIDER_FORMATS

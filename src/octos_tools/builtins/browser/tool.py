@@ -215,6 +215,11 @@ class BrowserTool(TypedTool):
         await session.aclose()
         return True
 
+    async def session_closed(self, session: object) -> None:
+        """Close the browser of a :class:`~octos_tools.session.ToolSession` that ended (the
+        session's ``aclose`` calls this hook on every tool that has it)."""
+        await self.close_session(("session", id(session)))
+
     async def aclose(self) -> None:
         """Close every session's browser (the registry calls this on ``aclose``)."""
         for key in list(self._sessions):
