@@ -80,6 +80,8 @@ class ErrorKind(str, Enum):
     it said it)."""
     DISK_FULL = "disk_full"
     """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
+    UNSUPPORTED_MEDIA = "unsupported_media"
+    """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
