@@ -36,7 +36,8 @@ from .policy import first_group_of, resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
-    from .tool import ToolResult
+    from .tokens import TokenReport
+    from .tool import ToolResult, ToolSpec
 
 __all__ = ["app", "main"]
 
@@ -223,12 +224,24 @@ def tools(
     tokens: Annotated[
         bool, typer.Option("--tokens", help="Show the tokens of each visible spec and the total.")
     ] = False,
+    encoding: Annotated[
+        str,
+        typer.Option(
+            "--encoding", help="Vocabulary of the token counts: o200k_base or cl100k_base."
+        ),
+    ] = "o200k_base",
     read_only: ReadOnlyOpt = False,
 ) -> None:
-    """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
-    from .builtins import MISSING_EXTRAS
-    from .tokens import TOKENIZER_NAME, count_tokens
+    """List every tool: group, tags, class, state (visible, deferred, hidden, denied).
 
+    Token counts are of what a host forwards (compact JSON of name, description and
+    parameters), exact with the ``tokens`` extra, else an estimate labelled as one.
+    """
+    from .builtins import MISSING_EXTRAS
+    from .tokens import ENCODINGS
+
+    if encoding not in ENCODINGS:
+        _usage_error(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}")
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
     if cfg.mcp_servers:
@@ -238,55 +251,18 @@ def tools(
                 pass
 
         anyio.run(mount_once)
-    rows: list[dict[str, Any]] = []
-    total = 0
-    visible_specs = {spec.name: spec for spec in registry.specs()}  # the request's own specs
-    for name in registry.names():
-        tool = registry.get(name)
-        assert tool is not None
-        decision = registry.evaluate(name)
-        if not decision.allowed:
-            state = "denied"
-        elif registry.is_deferred(name):
-            state = "deferred"
-        elif name in visible_specs:
-            state = "visible"
-        else:
-            state = "hidden"
-        spec_tokens = None
-        if state == "visible":
-            spec = visible_specs[name]
-            spec_tokens = count_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
-            total += spec_tokens
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tool.tags),
-                "class": tool.concurrency_class.value,
-                "state": state,
-                "spawn_only": registry.is_spawn_only(name),
-                "tokens": spec_tokens,
-            }
-        )
-    for name, (cls, tags) in registry.removed_by_policy().items():
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tags),
-                "class": cls.value,
-                "state": "denied",
-                "spawn_only": False,
-                "tokens": None,
-            }
-        )
+    specs = registry.specs()  # the request's own specs, in request order
+    report = _token_report(specs, encoding) if tokens or json_output else None
+    rows = _tool_rows(registry, {s.name for s in specs}, report)
     missing = [{"name": n, "extra": e} for n, e in sorted(MISSING_EXTRAS.items())]
     anyio.run(registry.aclose)
     if json_output:
+        assert report is not None
         data: dict[str, Any] = {"tools": rows, "missing": missing}
-        data["first_request_tokens"] = total
-        data["tokenizer"] = TOKENIZER_NAME
+        data["first_request_tokens"] = report.total
+        data["tokenizer"] = report.label
+        data["encoding"] = report.encoding
+        data["exact"] = report.exact
         typer.echo(json.dumps(data, indent=2))
         return
     out = Console()
@@ -318,10 +294,12 @@ def tools(
             cells.append("" if row["tokens"] is None else str(row["tokens"]))
         table.add_row(*cells)
     out.print(table)
-    if tokens:
+    if report is not None:
         out.print(
-            f"first request: {total} tokens in {len(registry.specs())} visible specs "
-            f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
+            f"first request: {report.total} tokens in {len(specs)} visible specs "
+            f"(compact JSON of name, description, parameters; tokenizer: {report.label})",
+            markup=False,  # the label names the extra in brackets
+            highlight=False,
         )
     for item in missing:
         out.print(
@@ -329,6 +307,56 @@ def tools(
             markup=False,  # the brackets are the extra, not rich markup
             highlight=False,
         )
+
+
+def _token_report(specs: list[ToolSpec], encoding: str) -> TokenReport:
+    from .tokens import measure_specs
+
+    return measure_specs(specs, encoding)
+
+
+def _tool_rows(
+    registry: ToolRegistry, visible: set[str], report: TokenReport | None
+) -> list[dict[str, Any]]:
+    """One row per registered tool, then one per tool a hard policy removed."""
+    rows: list[dict[str, Any]] = []
+    for name in registry.names():
+        tool = registry.get(name)
+        assert tool is not None
+        decision = registry.evaluate(name)
+        if not decision.allowed:
+            state = "denied"
+        elif registry.is_deferred(name):
+            state = "deferred"
+        elif name in visible:
+            state = "visible"
+        else:
+            state = "hidden"
+        count = report.per_tool.get(name) if report is not None and state == "visible" else None
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tool.tags),
+                "class": tool.concurrency_class.value,
+                "state": state,
+                "spawn_only": registry.is_spawn_only(name),
+                "tokens": count,
+            }
+        )
+    for name, (cls, tags) in registry.removed_by_policy().items():
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tags),
+                "class": cls.value,
+                "state": "denied",
+                "spawn_only": False,
+                "tokens": None,
+            }
+        )
+    return rows
 
 
 @policy_app.command("explain")
