@@ -16,6 +16,7 @@ from octos_tools.builtins.discovery import (
     MAX_OUTPUT_BYTES,
     ActivateToolsTool,
     score_catalog,
+    task_output,
     tokenize,
 )
 from octos_tools.context import ToolContext
@@ -84,22 +85,14 @@ def _activate_description(registry: ToolRegistry) -> str:
     return next(s.description for s in registry.specs() if s.name == "activate_tools")
 
 
-def test_activate_tools_description_lists_deferred_names() -> None:
+def test_activate_tools_description_never_lists_deferred_names() -> None:
     registry = _registry()
     text = _activate_description(registry)
+    assert text == ActivateToolsTool.description
     for name in ("exec_command", "shell", "web_fetch", "web_search", "write_stdin"):
-        assert name in text
-    assert "read_file" not in text.split("deferred tools")[1]
-
-
-def test_activate_tools_description_omits_denied_and_plain_when_none_deferred() -> None:
-    registry = _registry()
-    registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
-    assert "web_fetch" not in _activate_description(registry)
-    assert "web_search" in _activate_description(registry)
+        assert name not in text
     registry.activate("group:runtime")
-    registry.activate("group:web")
-    assert _activate_description(registry) == ActivateToolsTool.description
+    assert _activate_description(registry) == text
 
 
 @pytest.mark.anyio
@@ -186,8 +179,8 @@ async def test_tool_search_finds_a_deferred_tool_by_a_description_word() -> None
     assert match["state"] == "deferred"
     assert match["group"] == "group:web"
     assert "load" not in match  # said once for the whole result, not per match
-    assert "activate_tools" in data["load"]
-    assert match["tags"] == ["web"]
+    assert "select:" in data["load"]
+    assert match["args"] == ["text?"]  # argument names (EchoTool: optional text) end in ?
     assert data["total"] == len(registry.catalog())
 
 
@@ -240,7 +233,7 @@ async def test_tool_search_load_hint_said_once_and_output_compact() -> None:
     data = _json(result)
     deferred = [m for m in data["matches"] if m["state"] == "deferred"]
     assert len(deferred) >= 2
-    assert result.output.count("activate_tools") == 1 and "load" in data
+    assert result.output.count("select:name") == 1 and "load" in data
     assert "\n" not in result.output and ", " not in result.output.split('"matches"')[0]
     assert result.output == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -302,9 +295,11 @@ async def test_discovery_tools_are_not_in_search_or_suggest_results() -> None:
     assert [m["name"] for m in data["matches"]] == ["tool_suggest"]
 
 
-def test_tokenize_splits_names_drops_stop_words_and_plurals() -> None:
+def test_tokenize_splits_names_drops_stop_words_and_stems() -> None:
     assert tokenize("exec_command") == ["exec", "command"]
-    assert tokenize("Search the files for queries") == ["search", "file", "query"]
+    assert tokenize("createIssue") == ["creat", "issu"]
+    assert tokenize("Search the files for queries") == ["search", "file", "queri"]
+    assert tokenize("running tests") == tokenize("run test")
 
 
 def test_score_prefers_rare_words_and_name_matches() -> None:
@@ -547,17 +542,17 @@ class _CountingReader(io.BytesIO):
 def test_tail_reads_only_the_end_of_a_large_log() -> None:
     log = b"".join(b"row %d\n" % i for i in range(1_000_000))  # about 10 MB
     fh = _CountingReader(log)
-    text = discovery._tail(fh, 3)
+    text = task_output._tail(fh, 3)
     assert text == "row 999997\nrow 999998\nrow 999999"
     assert fh.bytes_read < 200_000
     fh = _CountingReader(b"no newline at all " * 1000)
-    assert discovery._tail(fh, 5).endswith("all ")
+    assert task_output._tail(fh, 5).endswith("all ")
 
 
 def test_a_huge_line_is_cut_while_reading() -> None:
     fh = _CountingReader(b"x" * 5_000_000 + b"\nsecond\n")
-    lines = list(discovery._iter_lines(fh))
-    assert [len(x) for x in lines] == [discovery._MAX_LINE_SCAN, 6]
+    lines = list(task_output._iter_lines(fh))
+    assert [len(x) for x in lines] == [task_output._MAX_LINE_SCAN, 6]
     assert lines[1] == b"second"
 
 
