@@ -15,6 +15,9 @@ from octos_tools.builtins.discovery import (
     DISCOVERY_TOOLS,
     MAX_OUTPUT_BYTES,
     ActivateToolsTool,
+    Document,
+    hints_of,
+    rank,
     score_catalog,
     task_output,
     tokenize,
@@ -314,6 +317,51 @@ def test_score_prefers_rare_words_and_name_matches() -> None:
     assert score_catalog(registry.catalog(), "gamma")[0].entry.name == "gamma"
 
 
+def test_rank_uses_stems_synonyms_hints_and_schema_words() -> None:
+    docs = [
+        Document("remove_entry", "Remove an entry from the list."),
+        Document("add_entry", "Add an entry to the list."),
+        Document("list_entries", "List entries.", params="state open closed"),
+        Document("mystery", "Does something.", hints=("telescope", "stars")),
+    ]
+
+    def top(query: str) -> str:
+        return docs[rank(docs, query)[0].index].name
+
+    assert top("deleting entries") == "remove_entry"  # delete ~ remove, entries ~ entry
+    assert top("create a new entry") == "add_entry"  # create/new ~ add
+    assert top("which entries are still closed") == "list_entries"  # an enum value
+    assert top("look at the stars") == "mystery"  # the tool's own search hints
+    assert rank(docs, "zebra") == []
+    assert rank(docs, "") == []
+    scored = rank(docs, "entry")
+    assert [s.score for s in scored] == sorted((s.score for s in scored), reverse=True)
+
+
+def test_hints_come_from_the_tool_else_the_builtin_table() -> None:
+    class Hinted(EchoTool):
+        search_hints = ("own", "words")
+
+    assert hints_of(Hinted("grep")) == ("own", "words")
+    assert "usages" in hints_of(EchoTool("grep"))
+    assert hints_of(EchoTool("unknown_tool")) == ()
+
+
+@pytest.mark.anyio
+async def test_select_loads_deferred_tools_into_the_registry_view() -> None:
+    registry = _registry()
+    assert registry.is_deferred("web_fetch") and registry.is_deferred("shell")
+    data = _json(await _call(registry, "tool_search", {"query": "select:web_fetch,grep,nope"}))
+    assert [m["name"] for m in data["matches"]] == ["web_fetch", "grep"]
+    assert data["loaded"] == ["web_fetch"]  # exactly the named tool, not its whole group
+    assert data["not_found"] == ["nope"]
+    assert data["matches"][0]["state"] == "active"
+    assert "web_fetch" in registry.visible_names()
+    assert registry.is_deferred("web_search") and registry.is_deferred("shell")
+    again = _json(await _call(registry, "tool_search", {"query": "select:web_fetch"}))
+    assert "loaded" not in again
+
+
 # ------------------------------------------------------------------------------ read_task_output
 
 
@@ -560,3 +608,30 @@ def test_register_adds_three_tools_without_activate_tools(tmp_path: Path) -> Non
     registry = ToolRegistry()
     discovery.register(registry, Workspace(tmp_path), _config())
     assert registry.names() == ["tool_search", "tool_suggest", "read_task_output"]
+
+
+@pytest.mark.anyio
+async def test_discovery_acts_on_the_calling_session_only(tmp_path: Path) -> None:
+    from octos_tools.profile import build_registry
+    from octos_tools.session import ToolSession
+
+    if not hasattr(ToolSession, "is_deferred"):
+        pytest.skip("per-session activation state comes with the core branch's ToolSession")
+    registry = build_registry(_config(), tmp_path)
+    a, b = ToolSession(registry), ToolSession(registry)
+    try:
+        data = _json(await a.call("tool_search", {"query": "select:web_fetch"}))
+        assert data["loaded"] == ["web_fetch"]
+        assert data["matches"][0]["state"] == "active"
+        assert not a.is_deferred("web_fetch")
+        assert b.is_deferred("web_fetch") and registry.is_deferred("web_fetch")
+        assert "web_fetch" in [s.name for s in a.before_model_request()]
+        assert "web_fetch" not in [s.name for s in b.before_model_request()]
+        seen_by_b = _json(await b.call("tool_search", {"query": "fetch a web page"}))
+        states = {m["name"]: m["state"] for m in seen_by_b["matches"]}
+        assert states["web_fetch"] == "deferred"
+        loaded = await b.call("activate_tools", {"tools": ["spawn_agent"]})
+        assert loaded.success and "spawn_agent" in loaded.output
+        assert not b.is_deferred("spawn_agent") and a.is_deferred("spawn_agent")
+    finally:
+        await registry.aclose()

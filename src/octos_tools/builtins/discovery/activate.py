@@ -23,7 +23,7 @@ from pydantic import Field, StringConstraints
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...policy import GROUP_DESCRIPTIONS, GROUPS, first_group_of
+from ...policy import GROUP_DESCRIPTIONS
 from ...tool import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._args import LeanArgs
@@ -84,10 +84,10 @@ class ActivateToolsTool(TypedTool):
                 unmatched.append(item)
                 continue
             loaded.update(view.activate(members))
-            named = GROUPS[item] if item in GROUPS else (item,)
+            named = view.groups.get(item, (item,))
             already.update(n for n in named if n in registry and not view.is_deferred(n))
         listed = view.listed()
-        loaded_list = sorted(n for n in loaded if registry.is_visible_post_activation(n))
+        loaded_list = sorted(n for n in loaded if view.is_loadable(n))
         already_list = sorted(n for n in already - loaded if n in listed)
         if not loaded_list and not already_list:
             raise ToolError(
@@ -119,16 +119,16 @@ def _activation_members(view: View, item: str) -> list[str] | None:
     A group loads its allowed members; a name loads its first group (or itself). A
     policy-denied or unregistered name matches nothing: it is neither loaded nor named.
     """
-    registry = view.registry
-    if item in GROUPS:
-        members = [n for n in GROUPS[item] if n in registry and registry.evaluate(n).allowed]
+    groups = view.groups
+    if item in groups:
+        members = [n for n in groups[item] if view.allowed(n)]
         return members or None
-    if item not in registry or not registry.evaluate(item).allowed:
+    if not view.allowed(item):
         return None
-    group = first_group_of(item)
+    group = view.group_of(item)
     if group is None:
         return [item]
-    return [n for n in GROUPS[group] if n in registry and registry.evaluate(n).allowed]
+    return [n for n in groups[group] if view.allowed(n)]
 
 
 def _list_deferred(view: View) -> ToolResult:
@@ -137,10 +137,11 @@ def _list_deferred(view: View) -> ToolResult:
         return ToolResult.ok("All tools are already active.", structured_metadata={"deferred": []})
     by_group: dict[str, list[str]] = {}
     for name in names:
-        by_group.setdefault(first_group_of(name) or "", []).append(name)
+        by_group.setdefault(view.group_of(name) or "", []).append(name)
     lines = ["Available tools to load:"]
     for group, members in by_group.items():
-        label = f"{group} ({GROUP_DESCRIPTIONS.get(group, group)})" if group else "other"
+        descriptions = getattr(view.registry, "group_descriptions", GROUP_DESCRIPTIONS)
+        label = f"{group} ({descriptions.get(group, group)})" if group else "other"
         lines.append(f"- {label}: {', '.join(members)}")
     lines.append('Call activate_tools with {"tools": ["name", ...]} to load them.')
     return ToolResult.ok("\n".join(lines), structured_metadata={"deferred": names})

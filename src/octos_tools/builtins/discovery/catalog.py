@@ -9,13 +9,13 @@ tool a policy allows, deferred ones included, never a denied one
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...policy import first_group_of
+from ...policy import GROUPS, first_group_of
 from ...registry import CatalogEntry, ToolRegistry
 from ...tool import JSONObject
 from .hints import BUILTIN_HINTS, hints_of
@@ -56,6 +56,11 @@ def _summary(description: str) -> str:
 class View:
     """The caller's view: ``ctx.session`` when set, else the registry.
 
+    Both offer the same reads (``catalog``, ``is_deferred``, ``visible_names``,
+    ``is_visible_post_activation``, ``evaluate``, ``get``) and ``activate``; the group
+    table is the registry's own when it has one (``groups`` / ``group_of``), else the
+    octos table of :mod:`octos_tools.policy`.
+
     Args:
         ctx: the call's context.
 
@@ -65,51 +70,59 @@ class View:
 
     def __init__(self, ctx: ToolContext | None) -> None:
         self.registry = registry_of(ctx)
-        self.session: Any = getattr(ctx, "session", None)
+        session = getattr(ctx, "session", None)
+        self.source: Any = session if session is not None else self.registry
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        """The group table: ``group:NAME -> members``."""
+        groups = getattr(self.source, "groups", None)
+        return groups if isinstance(groups, Mapping) else GROUPS
+
+    def group_of(self, name: str) -> str | None:
+        """The first group containing ``name``, or ``None``."""
+        finder = getattr(self.source, "group_of", None)
+        return finder(name) if callable(finder) else first_group_of(name)
+
+    def catalog(self) -> list[CatalogEntry]:
+        """Every allowed tool with its state for this caller (``active`` / ``deferred`` /
+        ``hidden``), in registration order."""
+        entries: list[CatalogEntry] = self.source.catalog()
+        return entries
 
     def is_deferred(self, name: str) -> bool:
         """Whether ``name`` is deferred for this caller."""
-        if self.session is not None:
-            return bool(self.session.is_deferred(name))
-        return self.registry.is_deferred(name)
+        return bool(self.source.is_deferred(name))
 
     def listed(self) -> set[str]:
         """Names in this caller's tool list."""
-        if self.session is not None:
-            specs = getattr(self.session, "specs", None) or self.session.current_specs
-            return {s.name for s in specs()}
-        return {s.name for s in self.registry.specs()}
+        return set(self.source.visible_names())
+
+    def is_loadable(self, name: str) -> bool:
+        """Whether ``name`` would be listed once activated (policy and filters allow it)."""
+        return bool(self.source.is_visible_post_activation(name))
+
+    def allowed(self, name: str) -> bool:
+        """Registered and allowed by every policy."""
+        return name in self.registry and self.registry.evaluate(name).allowed
 
     def activate(self, names: Iterable[str]) -> list[str]:
         """Load deferred ``names`` (tool names or ``group:`` names) into this caller's
         list; returns the names activated."""
-        wanted = list(dict.fromkeys(names))
-        if self.session is not None:
-            return list(self.session.activate(wanted))
         activated: list[str] = []
-        for name in wanted:
-            activated.extend(self.registry.activate(name))
-        return list(dict.fromkeys(activated))
+        for name in dict.fromkeys(names):
+            activated.extend(n for n in self.source.activate(name) if n not in activated)
+        return activated
 
     def loadable_deferred(self) -> list[str]:
-        """Deferred names that would be listed once activated (policy and context filter
-        allow them), sorted."""
-        registry = self.registry
+        """Deferred names that would be listed once activated, sorted."""
         return sorted(
-            e.name
-            for e in registry.catalog()
-            if self.is_deferred(e.name) and registry.is_visible_post_activation(e.name)
+            e.name for e in self.catalog() if e.state == "deferred" and self.is_loadable(e.name)
         )
 
-    def state(self, entry: CatalogEntry, listed: set[str]) -> str:
-        """``active`` (listed), ``deferred`` (one call away) or ``hidden`` (callable, not
-        listed)."""
-        if self.is_deferred(entry.name):
-            return "deferred"
-        return "active" if entry.name in listed else "hidden"
-
-    def documents(self, entries: list[CatalogEntry]) -> list[Document]:
-        """The ranking documents of ``entries`` (name, description and title, tags, hints)."""
+    def documents(self, entries: Sequence[CatalogEntry]) -> list[Document]:
+        """The ranking documents of ``entries``: name, title and description, tags, search
+        hints and the words of the input schema."""
         docs: list[Document] = []
         for entry in entries:
             tool = self.registry.get(entry.name)
@@ -120,18 +133,16 @@ class View:
             docs.append(Document(entry.name, text, entry.tags, hints, params))
         return docs
 
-    def entry_json(
-        self, entry: CatalogEntry, state: str, *, score: float | None, full: bool
-    ) -> JSONObject:
+    def entry_json(self, entry: CatalogEntry, *, score: float | None, full: bool) -> JSONObject:
         """One result: name, description (a 300-character summary unless ``full``), state,
         group, and the arguments (``full``: the input schema; else the argument names,
         optional ones ending in ``?``)."""
         item: JSONObject = {
             "name": entry.name,
             "description": entry.description if full else _summary(entry.description),
-            "state": state,
+            "state": entry.state,
         }
-        group = first_group_of(entry.name)
+        group = self.group_of(entry.name)
         if group:
             item["group"] = group
         if entry.spawn_only:

@@ -28,7 +28,7 @@ _COMMAND = (
     "npm",
     "failures",
 )
-_AGENT = ("sub-agent", "subagent", "helper", "worker", "parallel", "subtask")
+_AGENT = ("sub-agent", "subagent", "helper", "parallel", "subtask")
 
 BUILTIN_HINTS: dict[str, tuple[str, ...]] = {
     "exec_command": (*_COMMAND, "long-running", "interactive", "server"),

@@ -84,7 +84,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("folder", "directory", "dir"),
     ("web", "internet", "online"),
     ("page", "website", "site", "url", "link"),
-    ("agent", "subagent", "helper", "assistant", "worker"),
+    ("agent", "subagent", "helper", "assistant"),
     ("command", "shell", "terminal"),
     ("stop", "cancel", "kill", "terminate", "abort", "close"),
     ("done", "complete", "finish", "resolve"),

@@ -98,15 +98,10 @@ class ToolSearchTool(TypedTool):
         limit = max(1, min(MAX_LIMIT, args.limit))
         if query.lower().startswith("select:"):
             return self._select(view, query)
-        catalog = view.registry.catalog()
+        catalog = view.catalog()
         searchable = [e for e in catalog if e.name not in DISCOVERY_TOOLS]
         ranked = rank(view.documents(searchable), query)[:limit]
-        listed = view.listed()
-        results: list[JSONObject] = []
-        for scored in ranked:
-            entry = searchable[scored.index]
-            state = view.state(entry, listed)
-            results.append(view.entry_json(entry, state, score=scored.score, full=False))
+        results = [view.entry_json(searchable[s.index], score=s.score, full=False) for s in ranked]
         data: JSONObject = {self.key: query, self.list_key: results, "total": len(catalog)}
         hint = _load_hint(any(r["state"] == "deferred" for r in results))
         if hint:
@@ -127,17 +122,15 @@ class ToolSearchTool(TypedTool):
 
     def _select(self, view: View, query: str) -> ToolResult:
         wanted = list(dict.fromkeys(n.strip() for n in query[7:].split(",") if n.strip()))
-        catalog = view.registry.catalog()
+        by_name = {e.name: e for e in view.catalog()}
+        missing = [n for n in wanted if n not in by_name]
+        loaded = view.activate(n for n in wanted if n in by_name and view.is_deferred(n))
+        catalog = view.catalog()  # states after loading
         by_name = {e.name: e for e in catalog}
         found = [by_name[n] for n in wanted if n in by_name]
-        missing = [n for n in wanted if n not in by_name]
-        loaded = view.activate(e.name for e in found if view.is_deferred(e.name))
-        listed = view.listed()
         data: JSONObject = {
             self.key: query,
-            self.list_key: [
-                view.entry_json(e, view.state(e, listed), score=None, full=True) for e in found
-            ],
+            self.list_key: [view.entry_json(e, score=None, full=True) for e in found],
             "total": len(catalog),
         }
         if loaded:
