@@ -170,7 +170,9 @@ class _Fields:
     length: float
 
 
+@lru_cache(maxsize=4096)
 def _fields(doc: Document) -> _Fields:
+    """The weighted word counts of ``doc`` (cached: the catalog rarely changes)."""
     counts = {
         "name": Counter(tokenize(doc.name)),
         "hints": Counter(t for hint in doc.hints for t in tokenize(hint)),
