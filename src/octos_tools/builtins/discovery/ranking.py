@@ -48,7 +48,7 @@ _STOPWORDS = frozenset(
     "a about all an and any are as at be been by can could do does each every for from get "
     "got have how i if in into is it its just let me my of on one or our please should so "
     "some than that the their them then there these this those to tool tools up us use using "
-    "via want we what when which while who will with would you your need needs".split()
+    "via want we what when which while who will with would you your need needs still also".split()
 )
 
 FIELD_WEIGHTS: dict[str, float] = {
