@@ -40,6 +40,7 @@ __all__ = [
     "LimitsConfig",
     "McpServerConfig",
     "PolicyConfig",
+    "ServeConfig",
     "ShellConfig",
     "WebConfig",
     "WebSearchProviderConfig",
@@ -197,6 +198,37 @@ class WebConfig(_Model):
     search_providers: list[WebSearchProviderConfig] = Field(default_factory=list)
 
 
+# ---------------------------------------------------------------- serve (MCP server)
+# Added by the mcp engineer (issue 11): settings of ``octos-tools serve`` only.
+
+
+class ServeConfig(_Model):
+    """Settings of ``octos-tools serve`` (the MCP server).
+
+    Attributes:
+        auth_token_file: a file whose first line is the bearer token a remote bind
+            (``--allow-remote``) requires; the ``OCTOS_TOOLS_MCP_TOKEN`` environment variable
+            wins over it. Never put the token itself in the config or on the command line.
+        allowed_hosts: ``Host`` header values a remote bind accepts (``name`` or
+            ``name:port``); the bound address is always accepted unless it is a wildcard.
+        allowed_origins: browser ``Origin`` values accepted (e.g. ``https://app.example``);
+            requests without ``Origin`` (not from a browser) are not affected.
+        evict: let the LRU evict idle tools after calls (an MCP server sees no model turns,
+            so by default nothing is evicted); never on a ``tools/list``.
+        defer: defer the low-use groups from the first ``tools/list`` (``false`` is
+            ``--no-defer``: everything listed).
+    """
+
+    auth_token_file: str | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    evict: bool = False
+    defer: bool = True
+
+
+# ---------------------------------------------------------------- the whole file
+
+
 class Config(_Model):
     """The whole configuration file (DESIGN.md §6).
 
@@ -212,6 +244,7 @@ class Config(_Model):
         base_tools: tool names never evicted by the LRU.
         lifecycle, limits, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
+        serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
     """
 
     workspace: str | None = None
@@ -228,6 +261,7 @@ class Config(_Model):
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    serve: ServeConfig = Field(default_factory=ServeConfig)  # type: ignore[arg-type]
 
     @field_validator("mcp_servers")
     @classmethod

@@ -75,6 +75,8 @@ class ErrorKind(str, Enum):
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
+    REMOTE_ERROR = "remote_error"
+    """A mounted MCP server's tool answered with ``isError`` (its own failure, not ours)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

@@ -14,6 +14,7 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.function_tool import tool
 from octos_tools.lifecycle import ToolLifecycle
+from octos_tools.mcp.results import META_KEY
 from octos_tools.mcp.server import OctosMcpServer, is_loopback, result_to_mcp
 from octos_tools.registry import ToolRegistry
 from octos_tools.tool import ToolResult
@@ -90,7 +91,9 @@ async def test_progress_and_results() -> None:
         text = failed.content[0]
         assert isinstance(text, types.TextContent)
         assert text.text == "Error [not_found]: nothing here: x"
-        assert failed.structured_content == {
+        assert failed.structured_content is None
+        assert failed.meta is not None
+        assert failed.meta[META_KEY]["structured_metadata"] == {
             "error": {"kind": "not_found", "message": "nothing here: x"}
         }
 
@@ -101,11 +104,24 @@ async def test_progress_and_results() -> None:
         assert peak == 1
 
 
-async def test_eviction_announces_list_changed() -> None:
-    registry = ToolRegistry(lifecycle=ToolLifecycle(max_active=1, idle_threshold=2))
+async def test_lists_never_evict() -> None:
+    """tools/list is a read: listing again and again changes nothing."""
+    registry = ToolRegistry(lifecycle=ToolLifecycle(max_active=1, idle_threshold=1))
     for t in (slow_count, broken, write_like):
         registry.register(t)
     server = OctosMcpServer(registry)
+    async with Client(server.server, mode="legacy") as client:
+        for _ in range(6):
+            listing = await client.list_tools()
+            assert [t.name for t in listing.tools] == ["slow_count", "broken", "write_like"]
+    assert registry.deferred_names() == []
+
+
+async def test_eviction_when_asked_announces_list_changed() -> None:
+    registry = ToolRegistry(lifecycle=ToolLifecycle(max_active=1, idle_threshold=1))
+    for t in (slow_count, broken, write_like):
+        registry.register(t)
+    server = OctosMcpServer(registry, evict=True)
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -117,11 +133,12 @@ async def test_eviction_announces_list_changed() -> None:
         async with Client(server.server, mode="legacy", message_handler=on_message) as client:
             first = await client.list_tools()
             assert len(first.tools) == 3
-            # Second request: the idle tools over max_active are evicted (deferred).
-            second = await client.list_tools()
-            assert len(second.tools) == 1
+            for _ in range(3):  # calls are the turns: idle tools over max_active go
+                await client.call_tool("slow_count", {"n": 1})
             with anyio.fail_after(5):
                 await changed.wait()
+            second = await client.list_tools()
+            assert [t.name for t in second.tools] == ["slow_count"]
             assert server.announcements >= 1
         tg.cancel_scope.cancel()
 
@@ -129,7 +146,8 @@ async def test_eviction_announces_list_changed() -> None:
 def test_result_conversion_and_hosts() -> None:
     ok = result_to_mcp(ToolResult.ok("done", file_modified="a.txt"))
     assert not ok.is_error
-    assert ok.structured_content == {"file_modified": "a.txt"}
+    assert ok.structured_content is None
+    assert ok.meta == {META_KEY: {"file_modified": "a.txt"}}
     custom = result_to_mcp(
         ToolResult.failure(ErrorKind.TIMEOUT, "too slow", output="partial output")
     )
