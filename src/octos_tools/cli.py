@@ -496,12 +496,16 @@ def serve(
     read_only: ReadOnlyOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
-    from .mcp.auth import is_loopback, load_token, transport_security
+    from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
     from .mcp.http import bind_socket
     from .mcp.server import run_server
 
+    def refuse(message: str) -> NoReturn:  # one line, never wrapped (clients log stderr)
+        _err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+
     if transport not in ("stdio", "http"):
-        _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
+        refuse(f"--transport must be 'stdio' or 'http', not {transport!r}")
     cfg = _load(config, read_only)
     if no_defer or not cfg.serve.defer:
         cfg = cfg.model_copy(
@@ -510,30 +514,33 @@ def serve(
     token: str | None = None
     if transport == "http":
         if not 0 <= port <= 65535:
-            _usage_error(f"--port must be between 0 and 65535, not {port}")
+            refuse(f"--port must be between 0 and 65535, not {port}")
         if not is_loopback(host):
             if not allow_remote:
-                _usage_error(
+                refuse(
                     f"refusing to bind {host!r}: it is not a loopback address. Pass "
                     "--allow-remote (a bearer token is then required) to bind it anyway."
                 )
             try:
                 token = load_token(cfg.serve.auth_token_file)
+            except ConfigError as exc:
+                refuse(str(exc))
+            if token is None:
+                refuse(
+                    f"refusing to bind {host!r} without authentication: set {TOKEN_ENV} "
+                    "or serve.auth_token_file in the config."
+                )
+            try:
                 transport_security(host, allowed_hosts=cfg.serve.allowed_hosts)
             except ConfigError as exc:
-                _usage_error(str(exc))
-            if token is None:
-                _usage_error(
-                    f"refusing to bind {host!r} without authentication: set "
-                    "OCTOS_TOOLS_MCP_TOKEN or serve.auth_token_file in the config."
-                )
+                refuse(str(exc))
     registry = _registry(cfg, workspace)
     sock = None
     if transport == "http":
         try:
             sock = bind_socket(host, port)
         except OSError as exc:
-            _usage_error(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+            refuse(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
     async def run() -> None:
         try:
