@@ -26,7 +26,8 @@ def test_before_model_request_ticks_evicts_and_reports_change() -> None:
     first = session.before_model_request()
     assert [s.name for s in first] == [f"t{i}" for i in range(6)]
     assert session.changed and session.evicted == []
-    assert registry.lifecycle.iteration == 1
+    assert session.lifecycle.iteration == 1
+    assert registry.lifecycle.iteration == 0  # the session's LRU is its own
     second = session.before_model_request()  # idle 2 >= threshold: evict down to 3
     assert session.evicted == ["t1", "t2", "t3"]
     assert session.changed
@@ -42,7 +43,8 @@ async def test_changes_made_by_tool_calls_are_seen_at_the_next_request() -> None
     session = ToolSession(registry)
     session.before_model_request()
     session.before_model_request()
-    assert registry.is_deferred("t1")
+    assert session.is_deferred("t1")
+    assert not registry.is_deferred("t1")  # evicted in this session only
     assert not session.specs_changed()
     results = await session.after_tool_calls([ToolCall("c1", "t1", '{"text": "hi"}')])
     assert [r.output for r in results] == ["hi"]
@@ -76,3 +78,121 @@ def test_default_context_takes_the_registry_session_key() -> None:
     session = ToolSession(registry)
     assert session.ctx.session_key == "k"
     assert session.ctx.registry is registry
+
+
+# ---------------------------------------------------------------- per-session views
+
+
+def _deferred_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    for name in ("read_file", "exec_command", "write_stdin", "web_fetch", "web_search"):
+        registry.register(EchoTool(name))
+    registry.defer_group("group:runtime")
+    registry.defer_group("group:web")
+    return registry
+
+
+@pytest.mark.anyio
+async def test_sessions_over_one_registry_keep_their_own_activations() -> None:
+    registry = _deferred_registry()
+    a, b = ToolSession(registry), ToolSession(registry)
+    assert a.specs() == b.specs() == registry.specs()
+    assert a.activate("group:web") == ["web_search", "web_fetch"]  # group order
+    assert "web_fetch" in a.visible_names()
+    assert "web_fetch" not in b.visible_names() and b.is_deferred("web_fetch")
+    assert registry.is_deferred("web_fetch")  # the default view did not change either
+    # A deferred tool called by name is activated in the calling session only.
+    result = await b.call("exec_command", {"text": "hi"})
+    assert result.success and result.output == "hi"
+    assert "exec_command" in b.visible_names() and "write_stdin" in b.visible_names()
+    assert a.is_deferred("exec_command") and registry.is_deferred("exec_command")
+    assert b.deferred_names() == ["web_fetch", "web_search"]
+    # A new session starts from the configured defaults.
+    configured = {"exec_command", "write_stdin", "web_fetch", "web_search"}
+    assert registry.configured_deferred() == configured
+    assert ToolSession(registry).deferred_names() == sorted(configured)
+
+
+def test_specs_is_a_pure_read() -> None:
+    registry = _registry(count=6, max_active=3, idle=1)
+    session = ToolSession(registry)
+    first = session.specs()
+    for _ in range(10):
+        assert session.specs() is first
+    assert session.lifecycle.iteration == 0 and session.evicted == []
+    assert session.deferred_names() == []
+
+
+def test_no_eviction_when_the_session_says_so() -> None:
+    registry = _registry(count=6, max_active=3, idle=1)
+    session = ToolSession(registry, evict=False)
+    for _ in range(5):
+        specs = session.before_model_request()
+    assert len(specs) == 6 and session.evicted == [] and session.deferred_names() == []
+    evicting = ToolSession(registry)
+    evicting.before_model_request()
+    evicting.before_model_request()
+    assert len(evicting.specs()) == 3
+    assert len(session.specs()) == 6  # the other session's eviction is not seen here
+
+
+def test_hide_leaves_a_tool_out_of_one_session_only() -> None:
+    registry = _registry(count=3)
+    a, b = ToolSession(registry), ToolSession(registry)
+    a.hide(["t1"])
+    assert a.visible_names() == ["t0", "t2"]
+    assert b.visible_names() == ["t0", "t1", "t2"]
+    assert {e.name: e.state for e in a.catalog()}["t1"] == "hidden"
+    assert "t1" not in a.view.active_names()
+
+
+def test_listeners_are_per_session_and_hear_registry_mutations() -> None:
+    registry = _deferred_registry()
+    a, b = ToolSession(registry), ToolSession(registry)
+    heard: list[str] = []
+    a.add_listener(lambda s: heard.append("a"))
+    b.add_listener(lambda s: heard.append("b"))
+    registry_heard: list[int] = []
+    registry.add_listener(lambda r: registry_heard.append(r.version))
+    a.activate(["group:web"])
+    assert heard == ["a"] and registry_heard == []
+    registry.register(EchoTool("later"))
+    assert heard == ["a", "a", "b"] and len(registry_heard) == 1
+    assert "later" in a.visible_names() and "later" in b.visible_names()
+
+
+def test_configured_deferral_after_a_session_starts_applies_unless_activated() -> None:
+    registry = _deferred_registry()
+    session = ToolSession(registry)
+    session.activate("web_fetch")
+    registry.defer(["read_file", "web_fetch"])
+    assert session.is_deferred("read_file")
+    assert not session.is_deferred("web_fetch")  # the session's activation stands
+    assert registry.is_deferred("web_fetch")
+
+
+@pytest.mark.anyio
+async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
+    closed: list[str] = []
+    sessions: list[object] = []
+
+    class Closing(EchoTool):
+        async def execute_with_context(self, ctx: ToolContext, args: dict[str, object]):  # type: ignore[no-untyped-def,override]
+            sessions.append(ctx.session)
+            return await super().execute_with_context(ctx, args)
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    registry = ToolRegistry()
+    registry.register(Closing("c"))
+    shared = ToolSession(registry)
+    await shared.call("c", {})
+    await registry.execute("c", {})
+    assert sessions == [shared, None]
+    await shared.aclose()
+    assert closed == []  # other sessions may still use the registry's tools
+    assert (await ToolSession(registry).call("c", {"text": "still"})).output == "still"
+    async with ToolSession(registry, owns_registry=True) as owner:
+        await owner.call("c", {})
+    assert closed == ["c"]

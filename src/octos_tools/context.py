@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
+    from .session import ToolSession
     from .workspace import Workspace
 
 __all__ = [
@@ -81,10 +82,19 @@ class ToolPermissions:
     read_only: bool = False
 
     def is_tool_allowed(self, name: str) -> bool:
-        """Not denied, and in ``allowed_tools`` when that set is given."""
-        if name in self.denied_tools:
+        """Not denied, and in ``allowed_tools`` when that set is given.
+
+        The alias links of the policies apply here too
+        (:data:`~octos_tools.policy.EQUIVALENT_NAMES`): denying ``exec_command`` denies
+        ``bash``, denying ``spawn`` denies ``spawn_agent``; allowing either name of a pair
+        allows the alias.
+        """
+        from .policy import EQUIVALENT_NAMES
+
+        names = EQUIVALENT_NAMES.get(name, (name,))
+        if any(n in self.denied_tools for n in names):
             return False
-        return self.allowed_tools is None or name in self.allowed_tools
+        return self.allowed_tools is None or any(n in self.allowed_tools for n in names)
 
 
 @dataclass(slots=True)
@@ -107,6 +117,11 @@ class ToolContext:
         extras: host-specific values, untouched by octos-tools.
         registry: the :class:`~octos_tools.registry.ToolRegistry` executing the call (set by
             the registry; discovery tools such as ``activate_tools`` use it).
+        session: the :class:`~octos_tools.session.ToolSession` running the call, or ``None``
+            for a call through :meth:`ToolRegistry.execute` (the registry's default view).
+            Activation, deferral and LRU state are per session: tools that read or change
+            them (``activate_tools``, ``tool_search``) use ``session`` when set, else
+            ``registry``.
     """
 
     tool_call_id: str = ""
@@ -121,6 +136,7 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     registry: ToolRegistry | None = None
+    session: ToolSession | None = None
 
     @classmethod
     def zero(cls) -> ToolContext:

@@ -1,25 +1,30 @@
-"""Batch execution: Safe calls concurrently, any Exclusive call makes the batch serial
-(seed §6.2.5, reference §6.1).
+"""Batch execution: one model turn's tool calls (Safe calls together; a batch with an
+Exclusive call runs serially, in call order).
 
-``execute_batch`` gives exactly one result per call, in call order. After a failed call the
-calls that have not started get a synthetic ``cancelled`` result naming the failed sibling,
-except that argument errors (``invalid_json``, ``invalid_arguments``, ``args_too_large``)
-do not cancel siblings: the model only has to fix that one call.
+:func:`execute_batch` gives exactly one result per call, in call order. In a serial batch,
+after a failed call the calls that have not started get a synthetic ``cancelled`` result
+naming the failed sibling, except that argument errors (``invalid_json``,
+``invalid_arguments``, ``args_too_large``) do not cancel siblings: the model only has to
+fix that one call. Each call runs through :meth:`ToolSession.call
+<octos_tools.session.ToolSession.call>` (or the registry's default view), whose
+readers-writer lock keeps an Exclusive call alone against concurrent calls too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
 from .context import ToolContext
 from .errors import ErrorKind
 from .output import cap_output, redact_secrets
-from .registry import ToolRegistry
-from .tool import ConcurrencyClass, ToolResult
+from .tool import ConcurrencyClass, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
+    from .session import ToolSession
 
 __all__ = [
     "NON_CASCADING_KINDS",
@@ -27,33 +32,13 @@ __all__ = [
     "cap_output",
     "execute_batch",
     "redact_secrets",
+    "run_batch",
 ]
 
 #: Failure kinds that do not cancel the rest of a serial batch.
 NON_CASCADING_KINDS = frozenset(
     {ErrorKind.INVALID_JSON, ErrorKind.INVALID_ARGUMENTS, ErrorKind.ARGS_TOO_LARGE}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call of a model turn.
-
-    Attributes:
-        id: the model's tool-call id (echoed back with the result).
-        name: the tool name.
-        arguments: the raw argument string as sent, or parsed arguments.
-    """
-
-    id: str
-    name: str
-    arguments: str | bytes | Mapping[str, Any] | None = None
-
-
-def _context(ctx: ToolContext | None, call: ToolCall) -> ToolContext | None:
-    if ctx is None:
-        return ToolContext(tool_call_id=call.id)
-    return ctx.for_call(call.id)
 
 
 def _cancelled(call: ToolCall, failed: ToolCall) -> ToolResult:
@@ -66,8 +51,54 @@ def _cancelled(call: ToolCall, failed: ToolCall) -> ToolResult:
     )
 
 
+async def run_batch(
+    calls: Sequence[ToolCall],
+    run: Callable[[ToolCall], Awaitable[ToolResult]],
+    concurrency_class: Callable[[str], ConcurrencyClass],
+) -> list[ToolResult]:
+    """The batch rule over any way of running one call.
+
+    Args:
+        calls: the calls, in the model's order.
+        run: runs one call (e.g. a session's ``call``).
+        concurrency_class: the class of a tool name (unknown names: Safe).
+
+    Returns:
+        One result per call, in call order.
+    """
+    if not calls:
+        return []
+    exclusive = any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls)
+    results: list[ToolResult | None] = [None] * len(calls)
+    if not exclusive:
+
+        async def one(index: int, call: ToolCall) -> None:
+            results[index] = await run(call)
+
+        if len(calls) == 1:
+            await one(0, calls[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(one, index, call)
+    else:
+        failed: ToolCall | None = None
+        for index, call in enumerate(calls):
+            if failed is not None:
+                results[index] = _cancelled(call, failed)
+                continue
+            result = await run(call)
+            results[index] = result
+            if not result.success and result.error_kind not in NON_CASCADING_KINDS:
+                failed = call
+    return [
+        r if r is not None else ToolResult.failure(ErrorKind.INTERNAL_ERROR, "no result")
+        for r in results
+    ]
+
+
 async def execute_batch(
-    registry: ToolRegistry,
+    target: ToolRegistry | ToolSession,
     calls: Sequence[ToolCall],
     ctx: ToolContext | None = None,
 ) -> list[ToolResult]:
@@ -78,36 +109,29 @@ async def execute_batch(
       calls get a ``cancelled`` result (argument errors excepted).
 
     Args:
-        registry: the registry to run them in.
+        target: a :class:`~octos_tools.session.ToolSession` (its view and context), or a
+            :class:`~octos_tools.registry.ToolRegistry` (its default view).
         calls: the calls, in the model's order.
-        ctx: a base context; each call gets a copy with its own ``tool_call_id``.
+        ctx: a base context; each call gets a copy with its own ``tool_call_id`` (default:
+            the session's context, or a fresh one for a registry).
 
     Returns:
         One :class:`~octos_tools.tool.ToolResult` per call, in call order.
     """
-    if not calls:
-        return []
-    exclusive = any(registry.concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls)
-    results: list[ToolResult | None] = [None] * len(calls)
-    if not exclusive:
+    from .session import ToolSession
 
-        async def run(index: int, call: ToolCall) -> None:
-            results[index] = await registry.execute(call.name, call.arguments, _context(ctx, call))
+    if isinstance(target, ToolSession):
+        session = target
 
-        async with anyio.create_task_group() as tg:
-            for index, call in enumerate(calls):
-                tg.start_soon(run, index, call)
-    else:
-        failed: ToolCall | None = None
-        for index, call in enumerate(calls):
-            if failed is not None:
-                results[index] = _cancelled(call, failed)
-                continue
-            result = await registry.execute(call.name, call.arguments, _context(ctx, call))
-            results[index] = result
-            if not result.success and result.error_kind not in NON_CASCADING_KINDS:
-                failed = call
-    return [
-        r if r is not None else ToolResult.failure(ErrorKind.INTERNAL_ERROR, "no result")
-        for r in results
-    ]
+        async def run(call: ToolCall) -> ToolResult:
+            return await session.call(call.name, call.arguments, tool_call_id=call.id, ctx=ctx)
+
+        return await run_batch(calls, run, session.registry.concurrency_class)
+
+    registry = target
+
+    async def run_registry(call: ToolCall) -> ToolResult:
+        call_ctx = ToolContext(tool_call_id=call.id) if ctx is None else ctx.for_call(call.id)
+        return await registry.execute(call.name, call.arguments, call_ctx)
+
+    return await run_batch(calls, run_registry, registry.concurrency_class)

@@ -2,9 +2,11 @@
 
 An entry of ``allow`` or ``deny`` is one of, tried in this order (reference §3.2):
 
-1. ``group:NAME``: a group of :data:`GROUPS` (the seed's table; reference §3.5), matching
-   its members. Groups registered at run time (``group:mcp:<server>``) are added with
-   :func:`register_group`.
+1. ``group:NAME``: a group of the registry's group table, matching its members. The table
+   starts as :data:`GROUPS` (the octos table, ``crates/octos-agent/src/tools/policy.rs``);
+   each :class:`~octos_tools.registry.ToolRegistry` keeps its own copy, to which mounting
+   an MCP server adds ``group:mcp:<server>`` (:meth:`~octos_tools.registry.ToolRegistry.add_group`).
+   Nothing module-global changes after import.
 2. ``prefix*``: every name starting with ``prefix`` (``*`` alone matches everything).
 3. an exact tool name.
 
@@ -14,14 +16,18 @@ Unknown ``group:`` names fall through to exact matching and so never match a rea
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 __all__ = [
+    "DENY_ALIASES",
+    "EQUIVALENT_NAMES",
     "GROUPS",
     "GROUP_DESCRIPTIONS",
+    "GroupTable",
     "PolicyDecision",
     "PolicyReason",
     "ToolPolicy",
@@ -32,8 +38,11 @@ __all__ = [
     "resolve_provider_policy",
 ]
 
-#: The seed's group table (reference §3.5). Order matters: the *first* group containing a
-#: tool is the one activated when a deferred tool is called.
+GroupTable = Mapping[str, Sequence[str]]
+"""A group table: ``"group:NAME" -> member tool names`` (order matters, see :data:`GROUPS`)."""
+
+#: The octos group table (``crates/octos-agent/src/tools/policy.rs``). Order matters: the
+#: *first* group containing a tool is the one activated when a deferred tool is called.
 GROUPS: dict[str, tuple[str, ...]] = {
     "group:fs": ("read_file", "write_file", "apply_patch", "edit_file", "diff_edit"),
     "group:runtime": ("shell", "exec_command", "write_stdin", "bash"),
@@ -85,8 +94,26 @@ GROUP_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+#: Names a policy also consults for a tool (octos ``policy.rs``): denying ``spawn`` also
+#: refuses ``spawn_agent``; denying ``read_task_output`` also refuses ``wait_agent``; ``bash``
+#: (Codex's name) is ``exec_command``.
+EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
+    "spawn_agent": ("spawn_agent", "spawn"),
+    "wait_agent": ("wait_agent", "read_task_output"),
+    "bash": ("bash", "exec_command"),
+}
+
+#: Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
+#: a deny entry naming the original denies the alias too, so an alias is never a way round
+#: a deny list (hard policies, and a call context's ``ToolPermissions``).
+DENY_ALIASES: Mapping[str, tuple[str, ...]] = {"bash": ("exec_command",)}
+
+
 def register_group(name: str, members: Iterable[str], description: str = "") -> None:
-    """Add or replace a group at run time (e.g. ``group:mcp:<server>``).
+    """Deprecated: add a group to the module-global :data:`GROUPS`.
+
+    Use :meth:`octos_tools.registry.ToolRegistry.add_group`, which adds the group to one
+    registry only (a mount in one registry must not change another's ``group:`` names).
 
     Args:
         name: the full group name, starting with ``group:``.
@@ -99,7 +126,12 @@ def register_group(name: str, members: Iterable[str], description: str = "") -> 
     if not name.startswith("group:"):
         raise ValueError(f"group names start with 'group:', got {name!r}")
     if name in _SEED_GROUPS:
-        raise ValueError(f"{name!r} is a built-in group of the seed's table and cannot change")
+        raise ValueError(f"{name!r} is a built-in group of the octos table and cannot change")
+    warnings.warn(
+        "policy.register_group changes every registry of the process; use ToolRegistry.add_group",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     GROUPS[name] = tuple(dict.fromkeys(members))
     GROUP_DESCRIPTIONS[name] = description or name
 
@@ -107,23 +139,26 @@ def register_group(name: str, members: Iterable[str], description: str = "") -> 
 _SEED_GROUPS = frozenset(GROUPS)
 
 
-def group_members(group: str) -> tuple[str, ...]:
-    """Members of ``group`` (``()`` for an unknown group)."""
-    return GROUPS.get(group, ())
+def group_members(group: str, groups: GroupTable | None = None) -> tuple[str, ...]:
+    """Members of ``group`` in ``groups`` (default :data:`GROUPS`); ``()`` when unknown."""
+    return tuple((GROUPS if groups is None else groups).get(group, ()))
 
 
-def first_group_of(name: str) -> str | None:
-    """The first group of the table containing ``name``, or ``None``."""
-    for group, members in GROUPS.items():
+def first_group_of(name: str, groups: GroupTable | None = None) -> str | None:
+    """The first group of ``groups`` (default :data:`GROUPS`) containing ``name``, or
+    ``None``."""
+    for group, members in (GROUPS if groups is None else groups).items():
         if name in members:
             return group
     return None
 
 
-def entry_matches(entry: str, name: str) -> bool:
-    """Whether one policy entry matches a tool name (reference §3.2)."""
-    if entry in GROUPS:
-        return name in GROUPS[entry]
+def entry_matches(entry: str, name: str, groups: GroupTable | None = None) -> bool:
+    """Whether one policy entry matches a tool name (octos ``policy.rs`` order: group,
+    prefix, exact name); ``groups`` is the group table (default :data:`GROUPS`)."""
+    table = GROUPS if groups is None else groups
+    if entry in table:
+        return name in table[entry]
     if entry.endswith("*"):
         return name.startswith(entry[:-1])
     return entry == name
@@ -198,7 +233,12 @@ class ToolPolicy:
         return not (self.allow or self.deny or self.require_tags)
 
     def evaluate(
-        self, name: str, tags: Sequence[str] = (), *, check_tags: bool = True
+        self,
+        name: str,
+        tags: Sequence[str] = (),
+        *,
+        check_tags: bool = True,
+        groups: GroupTable | None = None,
     ) -> PolicyDecision:
         """Decide for one tool, with the reason and the entry that decided.
 
@@ -206,15 +246,17 @@ class ToolPolicy:
             name: the tool name.
             tags: the tool's tags (for ``require_tags``).
             check_tags: apply ``require_tags`` (``False`` gives the name-only verdict).
+            groups: the group table ``group:`` entries refer to (a registry passes its
+                own; default :data:`GROUPS`).
         """
         for entry in self.deny:
-            if entry_matches(entry, name):
+            if entry_matches(entry, name, groups):
                 return PolicyDecision(
                     False, PolicyReason.POLICY_DENY, entry, f"{name!r} matches deny entry {entry!r}"
                 )
         if self.allow:
             for entry in self.allow:
-                if entry_matches(entry, name):
+                if entry_matches(entry, name, groups):
                     decision = PolicyDecision(
                         True,
                         PolicyReason.ALLOWED_BY_ENTRY,

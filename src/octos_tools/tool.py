@@ -29,6 +29,7 @@ __all__ = [
     "ResourceContent",
     "TokenUsage",
     "Tool",
+    "ToolCall",
     "ToolResult",
     "ToolSpec",
 ]
@@ -232,6 +233,22 @@ class ToolResult:
             "structured_metadata": self.structured_metadata,
             "content": [_content_to_dict(block) for block in self.content],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a model turn (what :mod:`octos_tools.formats` parses out of a
+    provider's message; also re-exported from :mod:`octos_tools.execution`).
+
+    Attributes:
+        id: the model's tool-call id (echoed back with the result).
+        name: the tool name.
+        arguments: the raw argument string as sent, or parsed arguments.
+    """
+
+    id: str
+    name: str
+    arguments: str | bytes | Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -24,7 +23,6 @@ from octos_tools.config import Config
 from octos_tools.errors import ErrorKind
 from octos_tools.mcp.client import mount_mcp_servers
 from octos_tools.mcp.server import OctosMcpServer
-from octos_tools.policy import GROUPS
 from octos_tools.profile import build_registry
 from octos_tools.tool import ImageContent
 
@@ -84,14 +82,6 @@ SERVER = textwrap.dedent(
 ).replace("PNG_B64", repr(base64.b64encode(PNG).decode()))
 
 
-@pytest.fixture(autouse=True)
-def _restore_groups() -> Iterator[None]:
-    saved = dict(GROUPS)
-    yield
-    GROUPS.clear()
-    GROUPS.update(saved)
-
-
 async def test_refresh_media_and_remote_error(tmp_path: Path) -> None:
     script = tmp_path / "changing.py"
     script.write_text(SERVER)
@@ -131,7 +121,7 @@ async def test_refresh_media_and_remote_error(tmp_path: Path) -> None:
                 await anyio.sleep(0.05)
         assert "ch__fail" not in registry
         assert sorted(mounts.tools["ch"]) == ["ch__extra", "ch__grow", "ch__picture"]
-        assert GROUPS["group:mcp:ch"] and "ch__extra" in GROUPS["group:mcp:ch"]
+        assert "ch__extra" in registry.groups["group:mcp:ch"]
         extra = await registry.execute("ch__extra", {})
         assert extra.success and extra.output == "extra ran"
     await registry.aclose()

@@ -85,7 +85,7 @@ async def test_stdio_end_to_end(tmp_path: Path, workspace: Path) -> None:
         # Grep.
         found = await client.call_tool("grep", {"pattern": "class ToolRegistry", "path": "src"})
         assert not found.is_error, _text(found)
-        assert "src/octos_tools/registry.py" in _text(found)
+        assert "src/octos_tools/registry/_registry.py" in _text(found)
 
         # Edit: the bytes on disk change exactly once.
         target = workspace / "src/octos_tools/errors.py"

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ..config import Config
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
-from ..policy import GROUP_DESCRIPTIONS, GROUPS, first_group_of
+from ..policy import GROUP_DESCRIPTIONS, first_group_of
 from ..registry import CatalogEntry, ToolRegistry
 from ..tasks import TaskRecord
 from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult, ToolSpec
@@ -65,14 +65,15 @@ __all__ = [
 
 
 def _registry_of(ctx: ToolContext) -> ToolRegistry:
-    registry = ctx.registry
+    # the calling session's view when there is one (core hook: activation is per session)
+    registry = ctx.session if ctx.session is not None else ctx.registry
     if registry is None:
         raise ToolError(
             ErrorKind.NOT_CONFIGURED,
             "no tool registry is attached to this call; discovery tools only work when run "
             "through a ToolRegistry",
         )
-    return registry
+    return registry  # type: ignore[return-value]
 
 
 def _loadable_deferred(registry: ToolRegistry) -> list[str]:
@@ -126,7 +127,7 @@ class ActivateToolsTool(Tool):
         """The spec whose description lists the currently deferred, policy-allowed tools
         (unchanged when none are deferred)."""
         spec = self.spec()
-        if not isinstance(registry, ToolRegistry):
+        if not hasattr(registry, "is_visible_post_activation"):  # a registry or a session
             return spec
         names = _loadable_deferred(registry)
         if not names:
@@ -170,7 +171,7 @@ class ActivateToolsTool(Tool):
                 continue
             activated = registry.activate(target)
             loaded.update(activated)
-            named = GROUPS[item] if item in GROUPS else (item,)
+            named = registry.groups.get(item, (item,))
             already.update(n for n in named if n in registry and n not in activated)
         loaded_list = sorted(n for n in loaded if registry.is_visible_post_activation(n))
         already_list = sorted(
@@ -205,12 +206,12 @@ def _activation_target(registry: ToolRegistry, item: str) -> str | None:
 
     A policy-denied or unregistered name matches nothing: it is neither loaded nor named.
     """
-    if item in GROUPS:
-        members = [n for n in GROUPS[item] if n in registry]
+    if item in registry.groups:
+        members = [n for n in registry.groups[item] if n in registry]
         return item if any(registry.evaluate(n).allowed for n in members) else None
     if item not in registry or not registry.evaluate(item).allowed:
         return None
-    return first_group_of(item) or item
+    return registry.group_of(item) or item
 
 
 def _list_deferred(registry: ToolRegistry) -> ToolResult:

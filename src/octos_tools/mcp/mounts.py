@@ -7,8 +7,8 @@ and registered as ordinary tools:
 
 * name ``<server>__<tool>`` (:func:`~octos_tools.mcp.names.mounted_tool_name`); **a name that
   is already registered is never overwritten**: the newcomer gets a hash suffix;
-* tags ``mcp`` and ``mcp:<server>``; group ``group:mcp:<server>`` so ``tool_policy`` can
-  allow or deny a whole server and ``defer: true`` can defer it;
+* tags ``mcp`` and ``mcp:<server>``; group ``group:mcp:<server>`` (of this registry only) so
+  ``tool_policy`` can allow or deny a whole server and ``defer: true`` can defer it;
 * concurrency Safe iff the remote tool says ``readOnlyHint: true``, else Exclusive;
 * the input schema is kept whole (``$defs`` / ``$ref`` included) and validated by the
   registry before a call leaves the process;
@@ -36,7 +36,6 @@ import mcp_types as types
 
 from ..config import Config, McpServerConfig
 from ..errors import ToolError
-from ..policy import register_group
 from ..tool import ConcurrencyClass, Tool, ToolResult
 from .connection import McpConnection
 from .names import mounted_tool_name
@@ -183,7 +182,7 @@ class McpMounts:
             names.append(name)
         self.tools[server] = names
         group = f"group:mcp:{server}"
-        register_group(group, names, f"Tools of the MCP server {server!r}")
+        self.registry.add_group(group, names, f"Tools of the MCP server {server!r}")
         # Hard policies remove tools (reference §2.2); apply them to the newcomers too.
         refused = set(self.registry.enforce_hard_policies())
         if refused:
@@ -240,7 +239,7 @@ class McpMounts:
                     self.registry.defer([name])
             refused = set(self.registry.enforce_hard_policies())
             self.tools[server] = [n for n in names if n not in refused]
-            register_group(
+            self.registry.add_group(
                 f"group:mcp:{server}", self.tools[server], f"Tools of the MCP server {server!r}"
             )
             logger.info("MCP server %r: %d tools after refresh", server, len(self.tools[server]))

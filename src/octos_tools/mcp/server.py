@@ -172,7 +172,7 @@ class OctosMcpServer:
         self._stdio_mode = False
         self._default = self.sessions.open(keep=False)
         self._announced = tuple(s.name for s in self._default.specs())
-        registry.add_listener(self._on_mutation)
+        self._default.tools.add_listener(self._on_mutation)
 
     @property
     def announcements(self) -> int:
@@ -185,7 +185,9 @@ class OctosMcpServer:
 
     # ------------------------------------------------------------------ sessions
 
-    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> McpSession:
+    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> tuple[McpSession, bool]:
+        """The session of this request, and whether it is a throwaway (a stateless request:
+        close it after the request)."""
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         connection: Connection | None = getattr(ctx.session, "_connection", None)
         if self._stdio_mode:
@@ -194,12 +196,12 @@ class OctosMcpServer:
                 push = (
                     self._publish
                     if modern or connection is None
-                    else (connection.send_tool_list_changed)
+                    else connection.send_tool_list_changed
                 )
                 self._stdio = self.sessions.open(push=push, elicitation=can_ask)
-            return self._stdio
+            return self._stdio, False
         if modern or connection is None:
-            return self.sessions.open(keep=False)
+            return self.sessions.open(keep=False), True
         session: McpSession | None = connection.state.get(_SESSION_KEY)
         if session is None:
             session = self.sessions.open(
@@ -207,8 +209,8 @@ class OctosMcpServer:
                 elicitation=supports_elicitation(connection.client_capabilities),
             )
             connection.state[_SESSION_KEY] = session
-            connection.exit_stack.callback(self.sessions.close, session)
-        return session
+            connection.exit_stack.push_async_callback(self.sessions.close, session)
+        return session, False
 
     async def _publish(self) -> None:
         await self.bus.publish(ToolsListChanged())
@@ -222,13 +224,17 @@ class OctosMcpServer:
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        session = self._session_for(ctx)
-        return types.ListToolsResult(tools=session.list_tools(), ttl_ms=0)
+        session, throwaway = self._session_for(ctx)
+        try:
+            return types.ListToolsResult(tools=session.list_tools(), ttl_ms=0)
+        finally:
+            if throwaway:
+                await self.sessions.close(session)
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        session = self._session_for(ctx)
+        session, throwaway = self._session_for(ctx)
         call_ctx = replace(
             session.tools.ctx,
             tool_call_id=f"mcp-{ctx.request_id}" if ctx.request_id is not None else "mcp",
@@ -245,22 +251,28 @@ class OctosMcpServer:
             result = await self.sessions.call(session, params.name, args, call_ctx)
         finally:
             self._calls_running -= 1
+            if throwaway:
+                await self.sessions.close(session)
         return result_to_mcp(result)
 
     # ------------------------------------------------------------------ list_changed
 
-    def _on_mutation(self, _registry: ToolRegistry) -> None:
+    def _on_mutation(self, _source: object) -> None:
         self._dirty.set()
 
     async def _watch_changes(self) -> None:
-        """After the shared registry changed: tell every session whose list changed, and
-        the 2026-07-28 listeners when the default view changed (runs for the life of a
-        transport)."""
+        """For the life of a transport: tell each session whose list changed (its own
+        activations, or a change of the shared registry such as a mounted server's new
+        tools), and the 2026-07-28 listeners when the default view changed."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.sessions.follow)
+            await self._watch_default()
+
+    async def _watch_default(self) -> None:
         while True:
             await self._dirty.wait()
             self._dirty = anyio.Event()
             await anyio.lowlevel.checkpoint()  # coalesce a burst of mutations into one
-            await self.sessions.refresh_all()
             names = self.visible_names()
             if names != self._announced:
                 self._announced = names

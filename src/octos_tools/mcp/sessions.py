@@ -8,7 +8,8 @@ Lifecycle* and *Transports*):
 * **streamable HTTP, 2025 handshake**: one ``Mcp-Session-Id`` (one SDK ``Connection``); its
   session ends when the client deletes it or goes idle;
 * **2026-07-28 stateless requests**: no session at all, so each request gets a fresh view of
-  the configured defaults; activations it causes do not outlive it.
+  the configured defaults; activations it causes do not outlive it (nor does the
+  concurrency rule reach across such requests).
 
 Every :class:`McpSession` is a view over the one shared registry: its own activations,
 deferrals and hidden tools. ``tools/list`` is a pure read of that view; eviction (the LRU)
@@ -25,10 +26,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 
 from ..session import ToolSession
-from ..tool import ConcurrencyClass, ToolResult, ToolSpec
+from ..tool import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -73,12 +75,12 @@ class McpSession:
     """One MCP session's view of the registry.
 
     Attributes:
-        tools: its :class:`~octos_tools.session.ToolSession`.
+        tools: its :class:`~octos_tools.session.ToolSession` (activations, deferrals and
+            hidden tools of this session only; calls ordered by its concurrency rule).
         push: sends ``notifications/tools/list_changed`` to this client, or ``None`` when
             it cannot be told (a stateless request).
         elicitation: the client declared form-mode elicitation and can be asked
             (``request_user_input`` is listed and wired to it).
-        hidden: names never listed to this client.
         listed: the names last returned by ``tools/list`` (or announced), ``None`` before
             the first list.
     """
@@ -86,27 +88,23 @@ class McpSession:
     tools: ToolSession
     push: Callable[[], Awaitable[None]] | None = None
     elicitation: bool = False
-    hidden: frozenset[str] = frozenset()
     listed: tuple[str, ...] | None = None
-    mcp_tools: list[types.Tool] = field(default_factory=list)
+    _mcp_tools: list[types.Tool] = field(default_factory=list)
     _specs_seen: list[ToolSpec] | None = None
 
     def specs(self) -> list[ToolSpec]:
         """The specs this client sees now (a pure read)."""
-        specs = self.tools.current_specs()
-        if not self.hidden:
-            return specs
-        return [s for s in specs if s.name not in self.hidden]
+        return self.tools.specs()
 
     def list_tools(self) -> list[types.Tool]:
-        """``tools/list``: the MCP tools of :meth:`specs` (cached while they do not change);
-        remembers the names as :attr:`listed`."""
-        specs = self.tools.current_specs()
+        """``tools/list``: the MCP tools of :meth:`specs` (converted once per change of the
+        specs); remembers their names as :attr:`listed`."""
+        specs = self.tools.specs()
         if specs is not self._specs_seen:
-            self.mcp_tools = [spec_to_mcp(s) for s in specs if s.name not in self.hidden]
+            self._mcp_tools = [spec_to_mcp(s) for s in specs]
             self._specs_seen = specs
-        self.listed = tuple(t.name for t in self.mcp_tools)
-        return list(self.mcp_tools)
+        self.listed = tuple(t.name for t in self._mcp_tools)
+        return list(self._mcp_tools)
 
 
 class McpSessions:
@@ -116,10 +114,14 @@ class McpSessions:
         registry: the shared registry.
         base_ctx: the context every session's calls start from (each session gets its own
             ``state`` dict: ``update_plan``'s plan is per session).
-        evict: run the LRU housekeeping (tick, evict) after each call. Off by default: an
-            MCP server sees no model turns.
-        hide: names hidden from every session (see :func:`unusable_tools`); add
+        evict: let the LRU evict idle tools after each call. Off by default: an MCP server
+            sees no model turns.
+        hide: names hidden from every session (see :func:`unusable_tools`);
             ``request_user_input`` is hidden per session unless the client can be asked.
+
+    Attributes:
+        live: the sessions being followed for ``list_changed``.
+        announcements: how many ``tools/list_changed`` notifications were sent.
     """
 
     def __init__(
@@ -136,7 +138,8 @@ class McpSessions:
         self.always_hidden = frozenset(hide)
         self.live: set[McpSession] = set()
         self.announcements = 0
-        self._exclusive = anyio.Lock()
+        self._dirty: set[McpSession] = set()
+        self._wake = anyio.Event()
 
     def open(
         self,
@@ -150,37 +153,37 @@ class McpSessions:
         Args:
             push: how to tell this client its list changed, or ``None``.
             elicitation: the client can be asked questions (form-mode elicitation).
-            keep: track it for :meth:`refresh` until :meth:`close` (``False`` for a
-                stateless request's throwaway view).
+            keep: follow it for ``list_changed`` until :meth:`close` (``False`` for a
+                stateless request's throwaway view, closed after the request).
         """
         ctx = replace(self.base_ctx, state={})
+        tools = ToolSession(self.registry, ctx, evict=self.evict)
         hidden = set(self.always_hidden)
         if not elicitation:
             hidden.add("request_user_input")
-        session = McpSession(
-            ToolSession(self.registry, ctx),
-            push=push,
-            elicitation=elicitation,
-            hidden=frozenset(hidden),
-        )
+        tools.hide(hidden)
+        session = McpSession(tools, push=push, elicitation=elicitation)
         if keep:
             self.live.add(session)
+            tools.add_listener(lambda _s: self._changed(session))
         return session
 
-    def close(self, session: McpSession) -> None:
-        """Forget ``session`` (its client left)."""
+    def _changed(self, session: McpSession) -> None:
+        self._dirty.add(session)
+        self._wake.set()
+
+    async def close(self, session: McpSession) -> None:
+        """End ``session`` (its client left): stop following it, detach its view."""
         self.live.discard(session)
+        self._dirty.discard(session)
+        await session.tools.aclose()
 
     async def call(
         self, session: McpSession, name: str, arguments: Any, ctx: ToolContext
     ) -> ToolResult:
-        """Run one ``tools/call`` in ``session`` with the per-request context ``ctx``, then
-        the optional eviction and the ``list_changed`` check of this session."""
-        if self.registry.concurrency_class(name) is ConcurrencyClass.EXCLUSIVE:
-            async with self._exclusive:
-                result = await self.registry.execute(name, arguments, ctx)
-        else:
-            result = await self.registry.execute(name, arguments, ctx)
+        """Run one ``tools/call`` in ``session`` with the per-request context ``ctx``; then
+        (with ``evict``) the LRU housekeeping, and this session's ``list_changed`` check."""
+        result = await session.tools.call(name, arguments, tool_call_id=ctx.tool_call_id, ctx=ctx)
         if self.evict:
             session.tools.before_model_request()
         await self.refresh(session)
@@ -190,6 +193,7 @@ class McpSessions:
         """Tell ``session``'s client its list changed, if its visible names differ from the
         ones it last listed (nothing before its first list, nothing when it cannot be
         told)."""
+        self._dirty.discard(session)
         if session.push is None or session.listed is None:
             return
         names = tuple(s.name for s in session.specs())
@@ -202,7 +206,15 @@ class McpSessions:
         except Exception:
             logger.debug("tools/list_changed could not be sent", exc_info=True)
 
-    async def refresh_all(self) -> None:
-        """:meth:`refresh` every live session (after the shared registry changed)."""
-        for session in list(self.live):
-            await self.refresh(session)
+    async def follow(self) -> None:
+        """Run for the life of a transport: refresh each session whose view changed (a
+        mutation of the shared registry, such as a mounted server's new tools, or the
+        session's own activations)."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await anyio.lowlevel.checkpoint()  # coalesce a burst of changes into one
+            for session in list(self._dirty):
+                if session in self.live:
+                    await self.refresh(session)
+            self._dirty.clear()
