@@ -131,6 +131,7 @@ def _serve(workspace: Path, *args: str, env: dict[str, str] | None = None) -> st
     return err
 
 
+@pytest.mark.slow  # four server starts
 def test_remote_bind_without_token_refuses_to_start(workspace: Path, tmp_path: Path) -> None:
     err = _serve(workspace, "--host", "0.0.0.0", "--port", "0", "--allow-remote")
     assert "without authentication" in err and TOKEN_ENV in err
