@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.test_server_robustness import StdioPeer
+from tests.mcp.test_server_robustness import INIT, StdioPeer
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -61,7 +61,11 @@ def workspace(tmp_path: Path) -> Path:
 def test_read_file_text_is_in_content_and_metadata_in_meta(workspace: Path) -> None:
     peer = Peer(workspace)
     try:
-        peer.initialize()
+        peer.send(INIT)
+        instructions = peer.recv_id(1)["result"]["instructions"]
+        assert str(workspace.resolve()) in instructions
+        assert "confined to the workspace" in instructions and "NOT confined" in instructions
+        peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         peer.call(2, "read_file", {"path": "notes.md"})
         result = peer.recv_id(2)["result"]
         assert result["isError"] is False
