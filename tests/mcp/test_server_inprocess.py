@@ -158,3 +158,30 @@ def test_result_conversion_and_hosts() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("127.1.2.3")
     assert is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+
+
+def test_content_blocks_become_mcp_content_and_back() -> None:
+    from octos_tools.mcp.results import block_from_mcp
+    from octos_tools.tool import AudioContent, ImageContent, ResourceContent
+
+    blocks = [
+        ImageContent(b"\x89PNG...", "image/png"),
+        AudioContent(b"RIFF....", "audio/wav"),
+        ResourceContent("file:///a.txt", "text/plain", text="alpha"),
+        ResourceContent("file:///b.bin", "application/octet-stream", blob=b"\x00\x01"),
+        ResourceContent("https://example.com/c", None),
+    ]
+    served = result_to_mcp(ToolResult.ok("see below", content=list(blocks)))
+    kinds = [type(b).__name__ for b in served.content]
+    assert kinds == [
+        "TextContent",
+        "ImageContent",
+        "AudioContent",
+        "EmbeddedResource",
+        "EmbeddedResource",
+        "ResourceLink",
+    ]
+    assert [block_from_mcp(b) for b in served.content[1:]] == blocks
+    # An image alone: no empty text block in front of it.
+    only = result_to_mcp(ToolResult.ok("", content=[blocks[0]]))
+    assert [type(b).__name__ for b in only.content] == ["ImageContent"]
