@@ -185,3 +185,31 @@ def test_content_blocks_become_mcp_content_and_back() -> None:
     # An image alone: no empty text block in front of it.
     only = result_to_mcp(ToolResult.ok("", content=[blocks[0]]))
     assert [type(b).__name__ for b in only.content] == ["ImageContent"]
+
+
+async def test_structured_content_only_for_tools_with_an_output_schema() -> None:
+    from octos_tools.tool import Tool
+
+    class Measure(Tool):
+        name = "measure"
+        description = "Measure the thing."
+        output_schema = {  # noqa: RUF012
+            "type": "object",
+            "properties": {"size": {"type": "integer"}},
+            "required": ["size"],
+        }
+
+        async def execute(self, args: dict[str, Any]) -> ToolResult:
+            return ToolResult.ok("size is 3", structured_metadata={"size": 3})
+
+    registry = ToolRegistry()
+    registry.register(Measure())
+    registry.register(slow_count)
+    async with Client(OctosMcpServer(registry).server, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["measure"].output_schema is not None
+        assert tools["slow_count"].output_schema is None
+        measured = await client.call_tool("measure", {})
+        assert measured.structured_content == {"size": 3}
+        plain = await client.call_tool("slow_count", {"n": 1})
+        assert plain.structured_content is None

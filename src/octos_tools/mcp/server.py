@@ -45,7 +45,7 @@ from .auth import LOOPBACK_HOSTS, is_loopback, transport_security
 from .elicitation import supports_elicitation, user_input_via_elicitation
 from .http import HttpOptions, bind_socket, serve_http_app
 from .results import META_KEY, result_to_mcp
-from .sessions import McpSession, McpSessions, spec_to_mcp, unusable_tools
+from .sessions import McpSession, McpSessions, output_schema_of, spec_to_mcp, unusable_tools
 from .stdio import DEFAULT_MAX_MESSAGE_BYTES, stdio_transport
 
 if TYPE_CHECKING:
@@ -253,7 +253,10 @@ class OctosMcpServer:
             self._calls_running -= 1
             if throwaway:
                 await self.sessions.close(session)
-        return result_to_mcp(result)
+        structured = None
+        if result.success and output_schema_of(self.registry.get(params.name)) is not None:
+            structured = result.structured_metadata or {}
+        return result_to_mcp(result, structured=structured)
 
     # ------------------------------------------------------------------ list_changed
 

@@ -36,7 +36,14 @@ if TYPE_CHECKING:
     from ..context import ToolContext
     from ..registry import ToolRegistry
 
-__all__ = ["AGENT_TOOLS", "McpSession", "McpSessions", "spec_to_mcp", "unusable_tools"]
+__all__ = [
+    "AGENT_TOOLS",
+    "McpSession",
+    "McpSessions",
+    "output_schema_of",
+    "spec_to_mcp",
+    "unusable_tools",
+]
 
 logger = logging.getLogger("octos_tools.mcp.sessions")
 
@@ -44,10 +51,25 @@ AGENT_TOOLS = ("spawn_agent", "send_input", "resume_agent", "wait_agent", "close
 """Tools that need a host able to run a sub-agent (a spawn delegate)."""
 
 
-def spec_to_mcp(spec: ToolSpec) -> types.Tool:
+def spec_to_mcp(spec: ToolSpec, output_schema: dict[str, Any] | None = None) -> types.Tool:
     """The MCP ``Tool`` for a :class:`~octos_tools.tool.ToolSpec` (name, title, description,
-    ``inputSchema`` kept whole, annotations ``title``/``readOnlyHint``/``destructiveHint``)."""
-    return types.Tool.model_validate(spec.to_mcp(), by_name=False)
+    ``inputSchema`` kept whole, annotations ``title``/``readOnlyHint``/``destructiveHint``),
+    with ``outputSchema`` when the tool declares one."""
+    data = spec.to_mcp()
+    if output_schema is not None:
+        data["outputSchema"] = output_schema
+    return types.Tool.model_validate(data, by_name=False)
+
+
+def output_schema_of(tool: Any) -> dict[str, Any] | None:
+    """The ``output_schema`` a tool declares (a JSON Schema object), or ``None``.
+
+    A tool that declares one promises a structured result: its ``structured_metadata`` is
+    then sent whole as MCP ``structuredContent`` (MCP specification, *Tools → Output
+    schema*). None of the built-ins declares one.
+    """
+    schema = getattr(tool, "output_schema", None)
+    return dict(schema) if isinstance(schema, dict) and schema.get("type") == "object" else None
 
 
 def unusable_tools(registry: ToolRegistry, ctx: ToolContext) -> list[str]:
@@ -101,7 +123,10 @@ class McpSession:
         specs); remembers their names as :attr:`listed`."""
         specs = self.tools.specs()
         if specs is not self._specs_seen:
-            self._mcp_tools = [spec_to_mcp(s) for s in specs]
+            registry = self.tools.registry
+            self._mcp_tools = [
+                spec_to_mcp(s, output_schema_of(registry.get(s.name))) for s in specs
+            ]
             self._specs_seen = specs
         self.listed = tuple(t.name for t in self._mcp_tools)
         return list(self._mcp_tools)
