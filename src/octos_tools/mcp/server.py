@@ -279,7 +279,7 @@ class OctosMcpServer:
             names = self.visible_names()
             if names != self._announced:
                 self._announced = names
-                if self._stdio is None or self._stdio.push is not self._publish:
+                if self._stdio is None or self._stdio.push != self._publish:
                     await self._publish()
 
     # ------------------------------------------------------------------ transports
