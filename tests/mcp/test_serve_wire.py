@@ -197,3 +197,26 @@ def test_serving_the_home_folder_warns(tmp_path: Path) -> None:
     home.mkdir()
     err = _start_and_read_stderr(home, {"HOME": str(home)})
     assert "warning" in err and "home folder" in err
+
+
+def test_a_question_pending_when_stdin_closes_is_answered_unavailable(workspace: Path) -> None:
+    peer = Peer(workspace)
+    try:
+        init = json.loads(json.dumps(INIT))
+        init["params"]["capabilities"] = {"elicitation": {}}
+        peer.send(init)
+        peer.recv_id(1)
+        peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert "request_user_input" in peer.list_names(2)  # this client can be asked
+        peer.call(3, "request_user_input", {"prompt": "Deploy now?"})
+        question = peer.recv(30)
+        assert question["method"] == "elicitation/create"
+        assert question["params"]["message"] == "Deploy now?"
+        assert peer.proc.stdin is not None
+        peer.proc.stdin.close()  # the host leaves without answering
+        answer = peer.recv_id(3, 30)["result"]
+        assert answer["isError"] is True
+        assert answer["content"][0]["text"].startswith("Error [unavailable]")
+        assert peer.proc.wait(30) == 0
+    finally:
+        peer.close()

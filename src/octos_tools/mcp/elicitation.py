@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..context import UserInputCallback
 from ..errors import ErrorKind, ToolError
 
@@ -77,11 +79,16 @@ def elicitation_form(request: dict[str, Any]) -> tuple[str, dict[str, Any], dict
 
 
 def user_input_via_elicitation(
-    session: ServerSession, related_request_id: str | int | None = None
+    session: ServerSession,
+    related_request_id: str | int | None = None,
+    *,
+    gone: anyio.Event | None = None,
 ) -> UserInputCallback:
     """A :data:`~octos_tools.context.UserInputCallback` asking through ``session`` (the
     ``tools/call`` request's ``ServerSession``; ``related_request_id`` is that request's id, so
-    that over streamable HTTP the question rides the call's own response stream).
+    that over streamable HTTP the question rides the call's own response stream). ``gone``
+    is set when the client can no longer answer (stdin closed): a pending question then
+    fails as ``unavailable`` instead of waiting forever.
 
     The callback answers ``{"action": "accept", "answers": {...}}`` when the person
     submitted the form (a single ``prompt`` gives the answer text itself), and raises a
@@ -91,14 +98,35 @@ def user_input_via_elicitation(
 
     async def ask(request: dict[str, Any]) -> Any:
         message, schema, asked = elicitation_form(request)
+        answers: list[Any] = []
         try:
-            result = await session.elicit_form(message, schema, related_request_id)  # type: ignore[arg-type]
+            async with anyio.create_task_group() as tg:
+
+                async def elicit() -> None:
+                    answers.append(
+                        await session.elicit_form(message, schema, related_request_id)  # type: ignore[arg-type]
+                    )
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    if gone is not None:
+                        await gone.wait()
+                        tg.cancel_scope.cancel()
+
+                tg.start_soon(elicit)
+                tg.start_soon(watch)
         except Exception as exc:  # noqa: BLE001 - any transport or client refusal
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
-                f"the client could not ask the user ({type(exc).__name__}: {exc}); "
+                f"the client could not ask the user ({_describe(exc)}); "
                 "continue with your best judgement or state the question in your reply",
             ) from None
+        if not answers:
+            raise ToolError(
+                ErrorKind.UNAVAILABLE,
+                "the client left before the user answered; continue with your best judgement",
+            )
+        result = answers[0]
         if result.action != "accept":
             raise ToolError(
                 ErrorKind.CANCELLED,
@@ -112,3 +140,9 @@ def user_input_via_elicitation(
         return {"action": "accept", "answers": {asked.get(k, k): v for k, v in content.items()}}
 
     return ask
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    return f"{type(exc).__name__}: {exc}"

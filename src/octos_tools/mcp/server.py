@@ -170,6 +170,7 @@ class OctosMcpServer:
         self._dirty = anyio.Event()
         self._stdio: McpSession | None = None
         self._stdio_mode = False
+        self._gone: anyio.Event | None = None
         self._default = self.sessions.open(keep=False)
         self._announced = tuple(s.name for s in self._default.specs())
         self._default.tools.add_listener(self._on_mutation)
@@ -240,7 +241,7 @@ class OctosMcpServer:
             tool_call_id=f"mcp-{ctx.request_id}" if ctx.request_id is not None else "mcp",
             progress=_progress_reporter(ctx),
             user_input=(
-                user_input_via_elicitation(ctx.session, ctx.request_id)
+                user_input_via_elicitation(ctx.session, ctx.request_id, gone=self._gone)
                 if session.elicitation
                 else None
             ),
@@ -308,8 +309,9 @@ class OctosMcpServer:
             tg.start_soon(self._watch_changes)
             if exit_on_signal:
                 tg.start_soon(self._exit_on_signal, tg.cancel_scope)
-            async with stdio_transport(self.max_message_bytes) as (read_stream, write_stream):
-                await self.server.run(read_stream, write_stream, self.initialization_options())
+            async with stdio_transport(self.max_message_bytes) as (reads, writes, eof):
+                self._gone = eof
+                await self.server.run(reads, writes, self.initialization_options())
             self.listen_handler.close()
             tg.cancel_scope.cancel()
 

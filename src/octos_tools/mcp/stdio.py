@@ -289,9 +289,9 @@ class _WriteTracker:
 @asynccontextmanager
 async def stdio_transport(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-) -> AsyncIterator[tuple[Any, Any]]:
-    """``(read_stream, write_stream)`` over this process's stdin and stdout, for
-    ``Server.run``, with the rules of this module.
+) -> AsyncIterator[tuple[Any, Any, anyio.Event]]:
+    """``(read_stream, write_stream, eof)`` over this process's stdin and stdout, for
+    ``Server.run``, with the rules of this module; ``eof`` is set when stdin has closed.
 
     Args:
         max_message_bytes: the per-line cap in bytes.
@@ -308,6 +308,6 @@ async def stdio_transport(
         lines = CappedLines(wire, max_message_bytes)
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             reads = _Tracked(read_stream, write_stream, lines)
-            yield reads, _WriteTracker(write_stream, reads)
+            yield reads, _WriteTracker(write_stream, reads), lines.eof
     finally:
         os.dup2(wire, 0)
