@@ -183,7 +183,8 @@ class McpMounts:
         self.tools[server] = names
         group = f"group:mcp:{server}"
         self.registry.add_group(group, names, f"Tools of the MCP server {server!r}")
-        # Hard policies remove tools (reference §2.2); apply them to the newcomers too.
+        # Hard policies remove tools (octos: a denied tool is never registered); apply them
+        # to the newcomers too.
         refused = set(self.registry.enforce_hard_policies())
         if refused:
             self.tools[server] = [n for n in names if n not in refused]
