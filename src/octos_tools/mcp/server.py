@@ -186,9 +186,11 @@ class OctosMcpServer:
 
     # ------------------------------------------------------------------ sessions
 
-    def _session_for(self, ctx: ServerRequestContext[Any, Any]) -> tuple[McpSession, bool]:
-        """The session of this request, and whether it is a throwaway (a stateless request:
-        close it after the request)."""
+    def _session_for(
+        self, ctx: ServerRequestContext[Any, Any], *, for_call: bool = True
+    ) -> tuple[McpSession, bool]:
+        """The session of this request, and whether it is a throwaway (a stateless call:
+        close it after the request). A stateless list reads the default view itself."""
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         connection: Connection | None = getattr(ctx.session, "_connection", None)
         if self._stdio_mode:
@@ -202,6 +204,8 @@ class OctosMcpServer:
                 self._stdio = self.sessions.open(push=push, elicitation=can_ask)
             return self._stdio, False
         if modern or connection is None:
+            if not for_call:
+                return self._default, False
             return self.sessions.open(keep=False), True
         session: McpSession | None = connection.state.get(_SESSION_KEY)
         if session is None:
@@ -225,12 +229,8 @@ class OctosMcpServer:
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        session, throwaway = self._session_for(ctx)
-        try:
-            return types.ListToolsResult(tools=session.list_tools(), ttl_ms=0)
-        finally:
-            if throwaway:
-                await self.sessions.close(session)
+        session, _ = self._session_for(ctx, for_call=False)
+        return types.ListToolsResult(tools=session.list_tools(), ttl_ms=0)
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
