@@ -48,7 +48,7 @@ def _names(listing: types.ListToolsResult) -> set[str]:
 async def test_http_sessions_keep_their_own_activations(
     served: tuple[OctosMcpServer, str, Path],
 ) -> None:
-    _server, url, _ws = served
+    server, url, _ws = served
     heard = {"a": 0, "b": 0}
 
     def counter(key: str) -> Any:
@@ -80,6 +80,11 @@ async def test_http_sessions_keep_their_own_activations(
             assert _names(await a.list_tools()) == now_a
         await anyio.sleep(0.2)
         assert heard == told
+        assert len(server.sessions.live) == 2
+    # Clients that leave end their sessions (the SDK deletes them): their views go too.
+    with anyio.fail_after(10):
+        while server.sessions.live:
+            await anyio.sleep(0.05)
 
 
 async def test_stateless_requests_see_the_configured_defaults(
