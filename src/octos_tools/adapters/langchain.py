@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._session import as_session, failure_text, import_extra, listed_specs
 
@@ -73,7 +73,7 @@ class OctosTool(BaseTool):
 
     session: Any
     handle_tool_error: bool = True
-    response_format: str = "content_and_artifact"
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """As ``BaseTool.ainvoke``; a ``ToolCall`` input's id is passed to the session."""
