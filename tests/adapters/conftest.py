@@ -48,7 +48,17 @@ def session(registry: ToolRegistry) -> ToolSession:
         session_key=registry.session_key,
         permissions=ToolPermissions(denied_tools=frozenset({"write_file"})),
     )
-    return ToolSession(registry, ctx)
+    session = ToolSession(registry, ctx)
+    ticks: list[int] = []
+    before = session.before_model_request
+
+    def counted() -> Any:
+        ticks.append(1)
+        return before()
+
+    session.before_model_request = counted  # type: ignore[method-assign]
+    session.ticks = ticks  # type: ignore[attr-defined]
+    return session
 
 
 SCRIPT: list[tuple[str, Any]] = [

@@ -87,6 +87,7 @@ async def test_agent_loop_reads_edits_is_refused_and_recovers(
     # shell was deferred: not offered, ran when called by name, offered from then on
     assert "shell" not in offered[0] and "shell" in offered[-1]
     assert all("grep" not in names for names in offered)
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
 
 
 async def test_tools_carry_our_schemas_unvalidated(session: ToolSession) -> None:

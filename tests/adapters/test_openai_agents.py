@@ -13,6 +13,7 @@ pytest.importorskip("agents")
 from agents import Agent, ApplyPatchTool, RunConfig, Runner
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
+from octos_tools.adapters._session import deferred_names
 from octos_tools.adapters.openai_agents import OctosAgentTools, WorkspaceEditor
 from octos_tools.session import ToolSession
 
@@ -63,6 +64,7 @@ async def test_agent_run_reads_edits_is_refused_and_recovers(
     assert "shell" in offered[6]
     assert "gamma" in outputs["call-7"] and "Exit code: 0" in outputs["call-7"]
     assert all("grep" not in names for names in offered)  # hidden by the provider policy
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
     model.assert_complete()
 
 
@@ -104,7 +106,7 @@ async def test_without_the_run_config_formatter_other_tool_errors_keep_sdk_text(
     assert config.tool_error_formatter is not None
     assert config.tool_error_formatter(args("no_such_tool")) == "theirs"
     assert "loaded now" in config.tool_error_formatter(args("web_fetch"))
-    assert not session.registry.is_deferred("web_fetch")
+    assert "web_fetch" not in deferred_names(session)
 
 
 async def test_native_apply_patch_call_goes_to_the_workspace_editor(workspace: Path) -> None:

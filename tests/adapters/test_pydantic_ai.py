@@ -83,6 +83,7 @@ async def test_agent_run_reads_edits_is_refused_and_recovers(
     # the provider policy hides grep on every step; write_file is listed (its context denies it)
     assert all("grep" not in names for names in offered)
     assert "write_file" in offered[0]
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
 
 
 async def test_specs_are_ours_and_argument_validation_is_skipped(session: ToolSession) -> None:

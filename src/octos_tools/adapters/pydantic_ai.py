@@ -14,7 +14,8 @@ What the toolset guarantees (pydantic-ai's toolset API: ``pydantic_ai.toolsets.A
   (:meth:`~octos_tools.session.ToolSession.before_model_request`: LRU tick and eviction) and
   the model is offered exactly the session's visible specs: policies, deferral, activation
   and the context filter hold. Our JSON schemas are passed as they are
-  (``ToolDefinition.parameters_json_schema``), never rewritten.
+  (``ToolDefinition.parameters_json_schema``, ``strict=False`` so that no provider rewrites
+  them for its strict mode).
 * **One call path, one validation.** pydantic-ai's own argument validation is replaced by a
   pass-through validator: arguments reach :meth:`ToolSession.call` as the model sent them
   (the raw JSON string when it is not a JSON object) and are validated there, once.
@@ -183,6 +184,7 @@ class OctosToolset(AbstractToolset[Any]):
                 name=spec.name,
                 parameters_json_schema=dict(spec.input_schema),
                 description=spec.description,
+                strict=False,
                 sequential=spec.destructive,
                 metadata={"octos_tags": list(spec.tags), "read_only": spec.read_only},
             )
