@@ -25,6 +25,7 @@ def python_blocks(page: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_page_examples_run(page: str, tmp_path: Path) -> None:
     pytest.importorskip(PAGES[page])

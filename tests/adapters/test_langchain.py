@@ -143,3 +143,24 @@ async def test_tool_call_id_reaches_the_session(session: ToolSession) -> None:
     assert msg.content == "seen" and seen == ["abc"]
     with pytest.raises(NotImplementedError, match="async only"):
         octos.get("spy").invoke({})
+
+
+async def test_images_become_content_blocks(session: ToolSession) -> None:
+    from octos_tools.tool import ImageContent, JSONObject, Tool
+
+    class Picture(Tool):
+        name = "picture"
+        description = "Return a tiny picture."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            return ToolResult(output="a picture", content=[ImageContent(b"PNG", "image/png")])
+
+    session.registry.register(Picture())
+    msg = (
+        await OctosLangChainTools(session)
+        .get("picture")
+        .ainvoke({"type": "tool_call", "id": "p", "name": "picture", "args": {}})
+    )
+    assert msg.content[0] == {"type": "text", "text": "a picture"}
+    assert msg.content[1] == {"type": "image", "base64": "UE5H", "mime_type": "image/png"}

@@ -133,3 +133,25 @@ async def test_native_apply_patch_call_goes_to_the_workspace_editor(workspace: P
     assert result.final_output == "patched"
     assert (workspace / "notes.txt").read_bytes() == EDITED
     assert "Updated notes.txt" in json.dumps(seen[0], default=str)
+
+
+async def test_images_are_returned_as_tool_output_images(session: ToolSession) -> None:
+    from agents import ToolOutputImage, ToolOutputText
+    from agents.tool_context import ToolContext
+
+    from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+
+    class Picture(Tool):
+        name = "picture"
+        description = "Return a tiny picture."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            return ToolResult(output="a picture", content=[ImageContent(b"PNG", "image/png")])
+
+    session.registry.register(Picture())
+    tool = next(t for t in OctosAgentTools(session).tools if t.name == "picture")
+    ctx = ToolContext(context=None, tool_name="picture", tool_call_id="p", tool_arguments="{}")
+    out = await tool.on_invoke_tool(ctx, "{}")
+    assert out[0] == ToolOutputText(text="a picture")
+    assert out[1] == ToolOutputImage(image_url="data:image/png;base64,UE5H")

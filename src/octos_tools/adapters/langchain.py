@@ -20,7 +20,8 @@
 * Each tool is async (``_arun``): the call goes through
   :meth:`~octos_tools.session.ToolSession.call` with the tool-call id. A successful result is
   ``(output, ToolResult)`` (``response_format="content_and_artifact"``: the model sees the
-  text, the host keeps our result as the ``ToolMessage.artifact``); a failed one raises
+  text (with images and audio as LangChain content blocks), the host keeps our result as the
+  ``ToolMessage.artifact``); a failed one raises
   ``ToolException`` with ``Error [kind]: message``, which the tool's
   ``handle_tool_error=True`` turns into a ``ToolMessage`` with ``status="error"`` the model
   reads. LangChain has no retry signal of its own; the model retries from the text.
@@ -84,7 +85,7 @@ class OctosTool(BaseTool):
         finally:
             _TOOL_CALL_ID.reset(token)
 
-    async def _arun(self, **kwargs: Any) -> tuple[str, ToolResult]:
+    async def _arun(self, **kwargs: Any) -> tuple[str | list[Any], ToolResult]:
         result = await self.session.call(self.name, kwargs, tool_call_id=_TOOL_CALL_ID.get())
         return _content(result), result
 
@@ -94,10 +95,30 @@ class OctosTool(BaseTool):
         )
 
 
-def _content(result: ToolResult) -> str:
+def _content(result: ToolResult) -> str | list[Any]:
+    """The output text; with images or audio, LangChain content blocks (text first)."""
     if not result.success:
         raise ToolException(failure_text(result))
-    return result.output
+    if not result.content:
+        return result.output
+    import base64
+
+    from ..tool import AudioContent, ImageContent
+
+    blocks: list[Any] = [{"type": "text", "text": result.output}] if result.output else []
+    for block in result.content:
+        if isinstance(block, ImageContent | AudioContent):
+            blocks.append(
+                {
+                    "type": "image" if isinstance(block, ImageContent) else "audio",
+                    "base64": base64.b64encode(block.data).decode("ascii"),
+                    "mime_type": block.mime_type,
+                }
+            )
+        else:
+            text = f"[resource {block.uri}]" + (f"\n{block.text}" if block.text else "")
+            blocks.append({"type": "text", "text": text})
+    return blocks
 
 
 class OctosLangChainTools:
