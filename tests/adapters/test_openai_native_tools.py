@@ -27,6 +27,11 @@ def root(tmp_path: Path) -> Path:
     return ws
 
 
+def _listing(root: Path) -> list[str]:
+    """The folder's entries, without the workspace's own hidden state folder."""
+    return sorted(p.name for p in root.iterdir() if p.name != ".octos-tmp-state")
+
+
 def _op(kind: str, path: str, diff: str | None = None, move_to: str | None = None):
     return ApplyPatchOperation(type=kind, path=path, diff=diff, move_to=move_to)  # type: ignore[arg-type]
 
@@ -78,7 +83,7 @@ def test_paths_outside_are_refused(root: Path, path: str) -> None:
     assert result.status == "failed"
     assert result.output and result.output.startswith("Error [")
     assert not (root.parent / "escape.txt").exists()
-    assert list(root.iterdir()) == []
+    assert _listing(root) == []
 
 
 def test_symlink_is_refused(root: Path, tmp_path: Path) -> None:
@@ -100,7 +105,7 @@ def test_failed_update_changes_nothing(root: Path) -> None:
     assert result.status == "failed"
     assert result.output and "Error [" in result.output
     assert (root / "a.txt").read_bytes() == b"one\ntwo\nthree\n"
-    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # no temp file left behind
+    assert _listing(root) == ["a.txt"]  # no temp file left behind
 
 
 def test_delete_missing_and_update_missing(root: Path) -> None:
