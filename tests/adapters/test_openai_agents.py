@@ -155,3 +155,18 @@ async def test_images_are_returned_as_tool_output_images(session: ToolSession) -
     out = await tool.on_invoke_tool(ctx, "{}")
     assert out[0] == ToolOutputText(text="a picture")
     assert out[1] == ToolOutputImage(image_url="data:image/png;base64,UE5H")
+
+
+async def test_refresh_adds_tools_registered_later(session: ToolSession) -> None:
+    from tests.helpers import EchoTool
+
+    octos = OctosAgentTools(session)
+    tools = octos.tools
+    session.registry.register(EchoTool("late_echo"))
+    assert "late_echo" not in {t.name for t in tools}
+    assert octos.refresh() is tools
+    late = next(t for t in tools if t.name == "late_echo")
+    assert late.is_enabled(None, None)  # type: ignore[operator]
+    assert [t.name for t in tools].count("late_echo") == 1
+    octos.refresh()
+    assert [t.name for t in tools].count("late_echo") == 1

@@ -74,9 +74,8 @@ class OctosAgentTools:
 
     Attributes:
         session: the session every call goes through.
-        tools: one ``agents.FunctionTool`` per tool registered when this object was made
-            (make a new one after registering more tools); each is enabled only while the
-            session lists it.
+        tools: one ``agents.FunctionTool`` per tool of the registry (as of construction or
+            the last :meth:`refresh`); each is enabled only while the session lists it.
     """
 
     def __init__(self, source: ToolSession | ToolRegistry) -> None:
@@ -86,6 +85,13 @@ class OctosAgentTools:
 
     def _names(self) -> list[str]:
         return list(self.session.registry.names())
+
+    def refresh(self) -> list[FunctionTool]:
+        """Add function tools for tools registered since; returns :attr:`tools` (the same
+        list object, extended in place)."""
+        known = {tool.name for tool in self.tools}
+        self.tools.extend(self._function_tool(n) for n in self._names() if n not in known)
+        return self.tools
 
     def _function_tool(self, name: str) -> FunctionTool:
         from agents import FunctionTool
