@@ -318,6 +318,7 @@ class ShellExecutor:
         self.max_output_bytes = max_output_bytes
         self.safe_policy = safe_policy
         self.approve = approve
+        self._leftovers: list[Any] = []
 
     async def __call__(self, request: ShellCommandRequest) -> ShellResult:
         """Run ``request.data.action.commands`` in order."""
@@ -391,13 +392,14 @@ class ShellExecutor:
     ) -> tuple[str, int | None, bool, float]:
         import asyncio
 
-        from ..builtins.runtime import OutputCapture, RunningCommand, scrubbed_env
+        from ..builtins import runtime
 
-        capture = OutputCapture(limit)
+        make_env = getattr(runtime, "command_env", None) or runtime.scrubbed_env
+        capture = runtime.OutputCapture(limit)
         started = time.monotonic()
         try:
-            proc = await RunningCommand.start(
-                command, cwd=Path(self.workspace.root), env=scrubbed_env(), capture=capture
+            proc = await runtime.RunningCommand.start(
+                command, cwd=Path(self.workspace.root), env=make_env(), capture=capture
             )
         except ToolError as exc:
             return f"Error [{exc.kind.value}]: {exc.message}", None, False, 0.0
@@ -406,6 +408,18 @@ class ShellExecutor:
             if not exited:
                 await proc.kill("timeout")
         finally:
-            if proc.running:
+            if proc.running or getattr(proc, "output_open", False):
                 await asyncio.shield(proc.kill("cancelled"))
+        release = getattr(proc, "release", None)
+        if exited and callable(release) and release():
+            self._leftovers.append(proc)  # background children still running: aclose()
         return capture.render(limit), proc.returncode, not exited, time.monotonic() - started
+
+    async def aclose(self) -> None:
+        """End what the commands left running in the background (``cmd &``), if the runtime
+        tracks it; call when the agent is done."""
+        leftovers, self._leftovers = self._leftovers, []
+        for proc in leftovers:
+            reap = getattr(proc, "reap_leftovers", None)
+            if callable(reap):
+                await reap()
