@@ -163,3 +163,15 @@ async def test_call_tool_directly_maps_results(registry: ToolRegistry) -> None:
     with pytest.raises(ModelRetry, match=r"\[invalid_json\]"):
         await toolset.call_tool("read_file", raw, ctx, tools["read_file"])
     assert json.loads(json.dumps(tools["read_file"].args_validator.validate_json("{}"))) == {}
+
+
+async def test_raise_tool_failed_marks_definitive_failures(session: ToolSession) -> None:
+    steps = [ToolCallPart("write_file", {"path": "x.txt", "content": "x"})]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[steps.pop(0)] if steps else [TextPart("ok")])
+
+    toolset = OctosToolset(session, raise_tool_failed=True)
+    result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+    (answer,) = _returned(result.all_messages())
+    assert answer[0] == "failed" and "[policy_denied]" in answer[2]

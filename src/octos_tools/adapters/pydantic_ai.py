@@ -116,6 +116,10 @@ class OctosToolset(AbstractToolset[Any]):
         max_retries: how many ``ModelRetry`` (bad arguments) in a row pydantic-ai allows per
             tool before it ends the run (its ``ToolsetTool.max_retries``); default 3.
         id: the toolset id pydantic-ai uses (durable execution); default ``"octos-tools"``.
+        raise_tool_failed: when ``True``, failures other than the retry kinds raise
+            pydantic-ai's ``ToolFailed`` instead of returning the text: the call is recorded
+            with ``outcome="failed"`` (hosts and evals see it) and the model sees
+            ``{"error": "Error [kind]: ..."}``. Default ``False``: plain tool-return text.
 
     Attributes:
         session: the session every call goes through.
@@ -130,9 +134,11 @@ class OctosToolset(AbstractToolset[Any]):
         *,
         max_retries: int = 3,
         id: str | None = "octos-tools",
+        raise_tool_failed: bool = False,
     ) -> None:
         self.session = as_session(source)
         self.max_retries = max_retries
+        self.raise_tool_failed = raise_tool_failed
         self._id = id
         self._step: int | None = None
 
@@ -207,6 +213,7 @@ class OctosToolset(AbstractToolset[Any]):
 
         Raises:
             ModelRetry: for ``invalid_arguments``, ``invalid_json`` and ``args_too_large``.
+            ToolFailed: for other failures, with ``raise_tool_failed=True``.
         """
         from pydantic_ai.exceptions import ModelRetry
 
@@ -217,6 +224,10 @@ class OctosToolset(AbstractToolset[Any]):
         if not result.success:
             if result.error_kind in RETRY_KINDS:
                 raise ModelRetry(failure_text(result))
+            if self.raise_tool_failed:
+                from pydantic_ai.exceptions import ToolFailed
+
+                raise ToolFailed(failure_text(result))
             return failure_text(result)
         return _return_value(result)
 
