@@ -52,3 +52,15 @@ def test_octos_tools_does_not_import_frameworks() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_failure_text_always_names_the_kind() -> None:
+    from octos_tools.adapters._session import failure_text
+    from octos_tools.errors import ErrorKind
+    from octos_tools.tool import ToolResult
+
+    plain = ToolResult.failure(ErrorKind.NOT_FOUND, "no such file")
+    assert failure_text(plain) == "Error [not_found]: no such file"
+    custom = ToolResult.failure(ErrorKind.TIMEOUT, "killed after 1 s", output="partial output")
+    assert failure_text(custom) == "Error [timeout]: killed after 1 s\npartial output"
+    assert failure_text(ToolResult(output="", success=False)) == "Error: the tool call failed"

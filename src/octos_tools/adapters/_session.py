@@ -124,9 +124,3 @@ def failure_text(result: ToolResult) -> str:
         head = f"Error [{kind.value}]: {message}".rstrip(": ")
         text = f"{head}\n{text}" if text and text != message else head
     return text or "Error: the tool call failed"
-
-
-def error_kind_value(result: ToolResult) -> str | None:
-    """The error kind of a failed result as its wire string, else ``None``."""
-    kind = result.error_kind
-    return None if kind is None else kind.value
