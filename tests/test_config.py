@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,59 @@ def test_known_and_mcp_groups_accepted() -> None:
         }
     )
     assert cfg.unknown_groups() == []
+
+
+# --- malformed files never crash and never hang (one-line errors naming file and key) ---
+
+
+def _load_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert "\n" not in message, message
+    assert str(path) in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expect"),
+    [
+        ("nul.json", '{"workspace": "a\\u0000b"}', "NUL"),
+        ("nulraw.toml", 'workspace = "a"\n\x00', "NUL"),
+        ("long.json", '{"workspace": "' + "a" * 5000 + '"}', "workspace"),
+        ("digits.json", '{"limits": {"max_output_bytes": ' + "9" * 5000 + "}}", "cannot be read"),
+        ("digits.toml", "[limits]\nmax_output_bytes = " + "9" * 5000 + "\n", "cannot be read"),
+        ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nest"),
+        ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nest"),
+        ("yes.toml", 'read_only = "yes"\n', "read_only"),
+        ("space.toml", '[tool_policy]\ndeny = [" shell"]\n', "surrounding spaces"),
+        ("shape.json", '{"tool_policy": {"deny": ["exec command"]}}', "tool_policy.deny"),
+        ("float.json", '{"limits": {"tool_timeout_secs": 1e999}}', "finite"),
+        ("bad.txt", "\xff\xfe", "not"),
+        ("top.json", "[1, 2]", "top level"),
+    ],
+)
+def test_malformed_config_is_a_one_line_error(
+    tmp_path: Path, name: str, content: str, expect: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    assert expect.lower() in _load_error(path).lower()
+
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert "regular file" in _load_error(fifo)  # returns at once: no writer needed
+    assert "regular file" in _load_error(Path("/dev/zero"))
+    assert "folder" in _load_error(tmp_path)
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"# " + b"x" * 2_000_000 + b"\n")
+    assert "limit" in _load_error(big)
+
+
+def test_numbers_take_ints_but_booleans_stay_strict(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("read_only = true\n[limits]\ntool_timeout_secs = 30\n")
+    cfg = load_config(path)
+    assert cfg.read_only is True and cfg.limits.tool_timeout_secs == 30.0

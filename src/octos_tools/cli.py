@@ -1,12 +1,22 @@
-"""The ``octos-tools`` command (DESIGN.md §6), built with typer and rich.
+"""The ``octos-tools`` command, built with typer (and rich for tables on a terminal).
 
-* ``octos-tools call TOOL [ARGS] --workspace DIR [--config FILE] [--json]``: run one call;
-  ``ARGS`` is the raw argument string as a model would send it (standard input when
-  omitted). Exit 0 whenever the tool ran, 2 on a usage error.
+* ``octos-tools call TOOL [ARGS] --workspace DIR [--config FILE] [--json] [--exit-code]``:
+  run one call; ``ARGS`` is the raw argument string as a model would send it (standard
+  input when omitted).
 * ``octos-tools tools [--json] [--tokens]``: the catalog.
 * ``octos-tools policy explain TOOL [--provider P] [--model M]``: which rule decided.
 * ``octos-tools contract``: the coding tool contract as JSON.
 * ``octos-tools serve``: the MCP server (the main job).
+
+Exit codes (every command): 0 the command ran (for ``call``: the tool ran, whether its
+result is a success or a failure, unless ``--exit-code``); 1 ``call --exit-code`` and the
+result has ``success: false``; 2 a usage error (bad option, unreadable config, missing
+workspace); 130 interrupted (Ctrl-C); 141 standard output closed early (``| head``), quietly.
+
+Messages go to standard error as one plain line each (``error: ...``, ``warning: ...``),
+never wrapped; colours only on a terminal. ``-v`` / ``--verbose`` (before or after the
+command) logs the workspace, the config file, the tools loaded and each call's outcome
+and time.
 """
 
 from __future__ import annotations
@@ -24,12 +34,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import anyio
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from . import __version__
+from ._version import __version__
 from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
 from .policy import first_group_of, resolve_provider_policy
@@ -46,11 +52,40 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-policy_app = typer.Typer(help="Inspect tool policies.", no_args_is_help=True)
+policy_app = typer.Typer(help="Inspect tool policies.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(policy_app, name="policy")
 
-_err = Console(stderr=True)
+logger = logging.getLogger("octos_tools.cli")
+
+EXIT_TOOL_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+
+def _stderr_line(label: str, message: str, color: str) -> None:
+    """One unwrapped line on stderr: ``label: message`` (the label coloured on a tty)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    tty = stream.isatty() and "NO_COLOR" not in os.environ
+    head = f"\033[{color}m{label}:\033[0m" if tty else f"{label}:"
+    try:
+        stream.write(f"{head} {' '.join(message.splitlines())}\n")
+        stream.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _warn(message: str) -> None:
+    _stderr_line("warning", message, "33")
+
+
+def _note(message: str) -> None:
+    _stderr_line("note", message, "36")
+
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -69,6 +104,48 @@ ReadOnlyOpt = Annotated[
 ]
 
 
+def _verbose_callback(value: bool) -> bool:
+    if value:
+        _setup_logging(True)
+    return value
+
+
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        callback=_verbose_callback,
+        help="Say what happens on stderr: workspace, config, tools loaded, each call and its time.",
+    ),
+]
+
+_logging_ready = False
+
+
+def _setup_logging(verbose: bool) -> None:
+    """Log octos-tools' own messages to stderr: INFO with ``-v``, else WARNING. Other
+    libraries (asyncio, httpx, the MCP SDK) stay at WARNING either way."""
+    global _logging_ready
+    root = logging.getLogger("octos_tools")
+    if not _logging_ready:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_LowerLevelFormatter("%(levelname)s: %(message)s"))
+        root.addHandler(handler)
+        root.propagate = False
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
+        _logging_ready = True
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+class _LowerLevelFormatter(logging.Formatter):
+    """``warning: ...`` / ``info: ...``: the same shape as the command's own messages."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.levelname = record.levelname.lower()
+        return " ".join(super().format(record).splitlines())
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"octos-tools {__version__}")
@@ -83,18 +160,14 @@ def _root(
             "--version", callback=_version_callback, is_eager=True, help="Print the version."
         ),
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log to stderr.")] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    _setup_logging(verbose or logging.getLogger("octos_tools").level == logging.INFO)
 
 
 def _usage_error(message: str) -> NoReturn:
-    _err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True)
-    raise typer.Exit(2)
+    _stderr_line("error", message, "31")
+    raise typer.Exit(EXIT_USAGE)
 
 
 def _load(config: Path | None, read_only: bool = False) -> Config:
@@ -102,6 +175,7 @@ def _load(config: Path | None, read_only: bool = False) -> Config:
         cfg = load_config(config)
     except ConfigError as exc:
         _usage_error(str(exc))
+    logger.info("config: %s", config.resolve() if config is not None else "(none: defaults)")
     if read_only and not cfg.read_only:
         cfg = cfg.model_copy(update={"read_only": True})
     return cfg
@@ -114,9 +188,45 @@ def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
     if root is not None and not Path(root).is_dir():
         _usage_error(f"workspace {str(root)!r} is not an existing directory")
     try:
-        return build_registry(cfg, root)
+        registry = build_registry(cfg, root)
     except OctosToolsError as exc:
         _usage_error(str(exc))
+    _report_plugins(registry)
+    _check_policy_names(registry, cfg)
+    if logger.isEnabledFor(logging.INFO):  # listing builds every spec: only when asked
+        logger.info(
+            "workspace: %s; %d tools registered, %d listed",
+            os.path.abspath(root) if root is not None else os.getcwd(),
+            len(registry),
+            len(registry.specs()),
+        )
+    return registry
+
+
+def _known_names(registry: ToolRegistry) -> set[str]:
+    from .builtins import MISSING_EXTRAS
+
+    return set(registry.names()) | set(registry.removed_by_policy()) | set(MISSING_EXTRAS)
+
+
+def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
+    """Warn about policy entries naming no tool; a case-only mismatch is a usage error."""
+    from .policy_names import check_policy_names
+
+    problems = check_policy_names(cfg, _known_names(registry))
+    for problem in problems:
+        if problem.case_only:
+            _usage_error(problem.message)
+    for problem in problems:
+        _warn(problem.message)
+
+
+def _report_plugins(registry: ToolRegistry) -> None:
+    from .plugins import plugin_report
+
+    report = plugin_report(registry)  # failures were logged as warnings when they happened
+    for name, tools in report.loaded.items():
+        logger.info("plugin %r: %s", name, ", ".join(tools) or "(no tools)")
 
 
 def _read_stdin() -> bytes:
@@ -127,17 +237,34 @@ def _read_stdin() -> bytes:
 
 @app.command()
 def call(
-    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool name.")],
     args: Annotated[
         str | None,
-        typer.Argument(help="Raw argument string (JSON object); read from stdin when omitted."),
+        typer.Argument(
+            metavar="[ARGS]",
+            help="Raw argument string (a JSON object); read from stdin when omitted.",
+        ),
     ] = None,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
     read_only: ReadOnlyOpt = False,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="Exit 1 when the result has success: false (default: 0 whenever the tool ran).",
+        ),
+    ] = False,
+    verbose: VerboseOpt = False,
 ) -> None:
-    """Run one tool call exactly as a model's call would run."""
+    """Run one tool call exactly as a model's call would run.
+
+    Prints the result's text (or, with --json, one JSON object) on stdout; a failed result
+    also prints "error: KIND: MESSAGE" on stderr. Exit codes: 0 the tool ran (success or
+    not); 1 with --exit-code when success is false; 2 usage error (bad option, config or
+    workspace); 130 interrupted; 141 stdout closed early (e.g. piped into head).
+    """
     cfg = _load(config, read_only)
     raw: str | bytes = args if args is not None else _read_stdin()
     registry = _registry(cfg, workspace)
@@ -156,28 +283,43 @@ def call(
         finally:
             await registry.aclose()
 
-    result = anyio.run(run)
+    started = time.perf_counter()
+    try:
+        result = anyio.run(run)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    outcome = "ok" if result.success else (result.error_kind or "failed")
+    logger.info("call %s: %s in %.1f ms", tool, outcome, elapsed_ms)
     _note_closed_session(result)
     if json_output:
-        payload = {
-            "success": result.success,
-            "output": result.output,
-            "error": result.error if not result.success else None,
-            "file_modified": result.file_modified,
-            "structured_metadata": result.structured_metadata,
-        }
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-        return
-    if result.success:
-        sys.stdout.write(result.output)
-        if result.output and not result.output.endswith("\n"):
-            sys.stdout.write("\n")
+        full = result.to_dict()
+        # the command-line contract: these five keys, plus "content" when the result
+        # carries images or other non-text content
+        keys = ("success", "output", "error", "file_modified", "structured_metadata")
+        payload = {key: full[key] for key in keys}
+        if result.content:
+            payload["content"] = full["content"]
+        _write_stdout(json.dumps(payload, ensure_ascii=False) + "\n")
     else:
-        kind = result.error_kind.value if result.error_kind else "error"
-        sys.stdout.write(result.output + "\n")
-        _err.print(f"[red]{kind}[/red]", highlight=False)
-    sys.stdout.flush()
+        text = result.output
+        _write_stdout(text + ("\n" if text and not text.endswith("\n") else ""))
+    if not result.success:
+        err = result.error or {}
+        kind = err.get("kind") or "error"
+        message = str(err.get("message") or "").strip()
+        _stderr_line("error", f"{kind}: {message}" if message else str(kind), "31")
+        if exit_code:
+            raise typer.Exit(EXIT_TOOL_FAILED)
+
+
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout; a closed pipe (``| head``) exits quietly with 141."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
 
 
 def _note_closed_session(result: ToolResult) -> None:
@@ -185,19 +327,20 @@ def _note_closed_session(result: ToolResult) -> None:
     closes every session (and kills its processes) when it exits, so it cannot be resumed."""
     meta = result.structured_metadata or {}
     if meta.get("running") and meta.get("session_id") is not None:
-        _err.print(
-            f"note: session {meta['session_id']} was still running; this one-shot call has "
+        _note(
+            f"session {meta['session_id']} was still running; this one-shot call has "
             "ended it (and killed its processes), so a later call cannot reach it. Keep "
-            "sessions across calls with `octos-tools serve` or one ToolRegistry in a program.",
-            highlight=False,
-            markup=False,
+            "sessions across calls with `octos-tools serve` or one ToolRegistry in a program."
         )
 
 
 async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
     """Await ``awaitable``, showing a spinner on an interactive terminal after 1 s."""
-    if quiet or not _err.is_terminal:
+    if quiet or sys.stderr is None or not sys.stderr.isatty():
         return await awaitable
+    from rich.console import Console
+
+    _err = Console(stderr=True)
     result: list[Any] = []
 
     async def runner() -> None:
@@ -224,9 +367,11 @@ def tools(
         bool, typer.Option("--tokens", help="Show the tokens of each visible spec and the total.")
     ] = False,
     read_only: ReadOnlyOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
     from .builtins import MISSING_EXTRAS
+    from .plugins import tool_origins
     from .tokens import TOKENIZER_NAME, count_tokens
 
     cfg = _load(config, read_only)
@@ -287,21 +432,15 @@ def tools(
         data: dict[str, Any] = {"tools": rows, "missing": missing}
         data["first_request_tokens"] = total
         data["tokenizer"] = TOKENIZER_NAME
-        typer.echo(json.dumps(data, indent=2))
+        _write_stdout(json.dumps(data, indent=2) + "\n")
         return
-    out = Console()
-    table = Table(
-        title=f"octos-tools: {len(registry)} tools registered",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for col in ("name", "group", "tags", "class", "state"):
-        # never cut a name, group, class or state to fit 80 columns: tags wrap instead
-        table.add_column(col, no_wrap=col != "tags")
+    origins = tool_origins(registry)
+    headers = ["name", "group", "tags", "class", "state"]
+    if origins:
+        headers.append("plugin")
     if tokens:
-        table.add_column("tokens", justify="right")
+        headers.append("tokens")
+    body: list[list[str]] = []
     seen: set[str] = set()
     for row in rows:
         if row["name"] in seen:
@@ -314,21 +453,68 @@ def tools(
             row["class"] or "",
             row["state"],
         ]
+        if origins:
+            cells.append(origins.get(row["name"], ""))
         if tokens:
             cells.append("" if row["tokens"] is None else str(row["tokens"]))
-        table.add_row(*cells)
-    out.print(table)
+        body.append(cells)
+    title = f"octos-tools: {len(registry)} tools registered"
+    footer: list[str] = []
     if tokens:
-        out.print(
+        footer.append(
             f"first request: {total} tokens in {len(registry.specs())} visible specs "
             f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
         )
     for item in missing:
-        out.print(
-            f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')",
-            markup=False,  # the brackets are the extra, not rich markup
-            highlight=False,
+        footer.append(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
+    _print_table(title, headers, body, footer, right_align={"tokens"})
+
+
+def _print_table(
+    title: str,
+    headers: list[str],
+    body: list[list[str]],
+    footer: list[str],
+    *,
+    right_align: set[str] = frozenset(),  # type: ignore[assignment]
+) -> None:
+    """A table on stdout: rich on a terminal; plain aligned columns, never wrapped,
+    when stdout is a pipe or a file."""
+    if sys.stdout.isatty():
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+
+        out = Console()
+        table = Table(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
         )
+        for col in headers:
+            table.add_column(
+                col, no_wrap=col != "tags", justify="right" if col in right_align else "left"
+            )
+        for cells in body:
+            table.add_row(*cells)
+        out.print(table)
+        for line in footer:
+            out.print(line, markup=False, highlight=False)
+        return
+    widths = [
+        max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [title]
+    for cells in [headers, *body]:
+        parts = [
+            c.rjust(w) if h in right_align else c.ljust(w)
+            for c, w, h in zip(cells, widths, headers, strict=True)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    lines.extend(footer)
+    _write_stdout("\n".join(lines) + "\n")
 
 
 @policy_app.command("explain")
@@ -344,6 +530,7 @@ def policy_explain(
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
     read_only: ReadOnlyOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Explain which rule of which policy allows or denies TOOL, and why.
 
@@ -407,7 +594,11 @@ def policy_explain(
         )
     verdict_decision = registry.evaluate(tool)
     allowed = known and verdict_decision.allowed
+    suggestions: tuple[str, ...] = ()
     if not known:
+        from .policy_names import suggest_names
+
+        suggestions = suggest_names(tool, _known_names(registry))
         steps.append(
             {
                 "policy": "registry",
@@ -431,21 +622,28 @@ def policy_explain(
         "group": first_group_of(tool),
         "steps": steps,
         "rule": "deny always wins; an empty allow list allows all not denied",
+        "unknown": not known,
+        "suggestions": list(suggestions),
     }
     if json_output:
-        typer.echo(json.dumps(result, indent=2))
-        return
-    out = Console()
-    out.print(f"[bold]{tool}[/bold]: {'[green]allowed' if allowed else '[red]denied'}")
-    for step in steps:
-        mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
-        out.print(f"  {step['policy']}: {mark} - {step['detail']}", highlight=False, markup=False)
+        _write_stdout(json.dumps(result, indent=2) + "\n")
+    else:
+        verdict = "unknown tool" if not known else ("allowed" if allowed else "denied")
+        lines = [f"{tool}: {verdict}"]
+        for step in steps:
+            mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
+            lines.append(f"  {step['policy']}: {mark} - {step['detail']}")
+        _write_stdout("\n".join(lines) + "\n")
+    if not known:
+        hint = f"; did you mean {' or '.join(repr(x) for x in suggestions)}?" if suggestions else ""
+        _usage_error(f"unknown tool {tool!r}{hint} (`octos-tools tools` lists them)")
 
 
 @app.command()
 def contract(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Print the coding tool contract (coding.tool_contract.v1) as JSON."""
     from .contract import build_contract
@@ -454,7 +652,7 @@ def contract(
     registry = _registry(cfg, workspace)
     doc = build_contract(registry)
     anyio.run(registry.aclose)
-    typer.echo(json.dumps(doc, indent=2))
+    _write_stdout(json.dumps(doc, indent=2) + "\n")
 
 
 @asynccontextmanager
@@ -488,6 +686,7 @@ def serve(
         ),
     ] = False,
     read_only: ReadOnlyOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
     from .mcp.server import bind_socket, is_loopback, run_server
@@ -503,10 +702,9 @@ def serve(
                     f"refusing to bind {host!r}: it is not a loopback address. The server has "
                     "no authentication; pass --allow-remote to bind it anyway."
                 )
-            _err.print(
-                f"[yellow]warning:[/yellow] binding {host}:{port} - any host that can reach "
-                "it can run these tools in the workspace (no authentication).",
-                highlight=False,
+            _warn(
+                f"binding {host}:{port} - any host that can reach it can run these tools in "
+                "the workspace (no authentication)."
             )
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
@@ -540,10 +738,23 @@ def serve(
 
 
 def main() -> None:
-    """Entry point of the ``octos-tools`` script."""
+    """Entry point of the ``octos-tools`` script (exit codes: see the module docstring)."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     try:
         app()
     except OctosToolsError as exc:  # a programmer-facing error that escaped a command
-        _err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        sys.exit(2)
+        _stderr_line("error", str(exc), "31")
+        sys.exit(EXIT_USAGE)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    """Standard output was closed early (``octos-tools tools | head``): point stdout at
+    /dev/null so the interpreter's final flush cannot complain, and exit 141."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    os._exit(EXIT_BROKEN_PIPE)

@@ -1,7 +1,9 @@
-"""The configuration file model (JSON or TOML), validated with pydantic (DESIGN.md §6).
+"""The configuration file model (JSON or TOML), validated with pydantic.
 
 Every section has a default that is safe for a newcomer; an unknown key or a bad value is a
-:class:`~octos_tools.errors.ConfigError` naming the file and the key path.
+one-line :class:`~octos_tools.errors.ConfigError` naming the file and the key path. Values
+are taken as written: ``read_only = "yes"`` is an error, not ``true`` (strict mode). How a
+file is read (regular files of at most 1 MiB only) is in :mod:`octos_tools._config_io`.
 
 Example (JSON)::
 
@@ -21,14 +23,14 @@ Example (JSON)::
 
 from __future__ import annotations
 
-import json
 import os
-import tomllib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._config_io import check_values, read_config_data
 from .errors import ConfigError
 from .policy import GROUPS, ToolPolicy
 
@@ -46,7 +48,8 @@ __all__ = [
     "load_config",
 ]
 
-#: Groups deferred when more than ``max_active`` tools are visible (reference §2.6).
+#: Groups deferred when more than ``max_active`` tools are visible (as octos's
+#: ``crates/octos-agent/src/tools/registry.rs``).
 DEFAULT_DEFERRED_GROUPS: tuple[str, ...] = (
     "group:admin",
     "group:sessions",
@@ -72,15 +75,49 @@ DEFAULT_BASE_TOOLS: tuple[str, ...] = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+_ENTRY_RE = re.compile(r"^(group:[A-Za-z0-9_:.-]+|[A-Za-z0-9_.-]*\*?)$")
+_MAX_PATH_BYTES = 4096
+
+
+def _check_entries(entries: list[str], what: str) -> list[str]:
+    for entry in entries:
+        if entry != entry.strip():
+            raise ValueError(
+                f"{what} entry {entry!r} has surrounding spaces; write {entry.strip()!r}"
+            )
+        if not entry or not _ENTRY_RE.match(entry):
+            raise ValueError(
+                f"{what} entry {entry!r} is not a tool name, a 'prefix*' wildcard or a 'group:NAME'"
+            )
+    return entries
 
 
 class PolicyConfig(_Model):
-    """A :class:`~octos_tools.policy.ToolPolicy` in a config file."""
+    """A :class:`~octos_tools.policy.ToolPolicy` in a config file.
+
+    Entries are exact tool names (case-sensitive), ``prefix*`` wildcards or ``group:NAME``;
+    an entry with spaces around it or any other shape is an error (it would match nothing).
+    """
 
     allow: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
     require_tags: list[str] = Field(default_factory=list)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _entries(cls, v: list[str]) -> list[str]:
+        return _check_entries(v, "policy")
+
+    @field_validator("require_tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        for tag in v:
+            if not tag or tag != tag.strip():
+                raise ValueError(f"tag {tag!r} is empty or has surrounding spaces")
+        return v
 
     def to_policy(self) -> ToolPolicy:
         """The runtime :class:`ToolPolicy`."""
@@ -88,7 +125,7 @@ class PolicyConfig(_Model):
 
 
 class LifecycleConfig(_Model):
-    """LRU settings (seed §6.2.3): at most ``max_active`` tools, evict after
+    """LRU settings (octos ``tools/registry.rs``): at most ``max_active`` tools, evict after
     ``idle_threshold`` idle model requests. ``defer`` switches host deferral on or off."""
 
     max_active: int = Field(15, ge=1, le=1000)
@@ -100,7 +137,7 @@ class LimitsConfig(_Model):
     """Size and time limits.
 
     Attributes:
-        max_args_bytes: the argument limit in bytes (seed §6.4: 1 MiB).
+        max_args_bytes: the argument limit in bytes (1 MiB, as octos's ``tools/registry.rs``).
         max_output_bytes: the default per-call output cap in bytes (70 % head, 30 % tail).
         tool_timeout_secs: the default per-call timeout in seconds.
     """
@@ -198,7 +235,7 @@ class WebConfig(_Model):
 
 
 class Config(_Model):
-    """The whole configuration file (DESIGN.md §6).
+    """The whole configuration file (see docs/configuration.md).
 
     Attributes:
         workspace: the workspace root; relative paths are taken from the config file's
@@ -212,6 +249,8 @@ class Config(_Model):
         base_tools: tool names never evicted by the LRU.
         lifecycle, limits, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
+        plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
+            ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
     """
 
     workspace: str | None = None
@@ -228,6 +267,31 @@ class Config(_Model):
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    plugins: list[str] = Field(default_factory=list)
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace_path(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("workspace is empty; leave it out to use --workspace or the cwd")
+        if len(v.encode("utf-8", "surrogatepass")) > _MAX_PATH_BYTES:
+            raise ValueError(f"workspace path is longer than {_MAX_PATH_BYTES} bytes")
+        return v
+
+    @field_validator("deferred_groups", "base_tools")
+    @classmethod
+    def _name_lists(cls, v: list[str]) -> list[str]:
+        return _check_entries(v, "list")
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name != "*" and not re.match(r"^[A-Za-z0-9_.-]+$", name):
+                raise ValueError(f'plugin {name!r} is not an entry-point name (or "*" for all)')
+        return v
 
     @field_validator("mcp_servers")
     @classmethod
@@ -275,53 +339,49 @@ class Config(_Model):
         Raises:
             ConfigError: naming ``source`` and the key path of every problem.
         """
+        check_values(data, source)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(_format_validation_error(exc, source)) from None
+        except RecursionError:
+            raise ConfigError(f"invalid configuration in {source}: nested too deeply") from None
 
 
 def _format_validation_error(exc: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration in {source}:"]
-    for err in exc.errors():
+    """One line: ``invalid configuration in FILE: key.path: problem; other.key: problem``."""
+    parts: list[str] = []
+    for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"  {path}: {msg}")
-    return "\n".join(lines)
+        parts.append(f"{path}: {msg}")
+    more = len(parts) - 5
+    text = "; ".join(parts[:5]) + (f" (and {more} more)" if more > 0 else "")
+    return f"invalid configuration in {source}: {text}"
 
 
 def load_config(path: str | os.PathLike[str] | None) -> Config:
     """Read a JSON (``.json``) or TOML (``.toml``, or anything else that parses as TOML) file.
 
     A relative ``workspace`` is resolved against the file's folder. ``None`` gives defaults.
+    Only a regular file of at most 1 MiB is read (a FIFO or a device is refused without
+    blocking).
 
     Raises:
-        ConfigError: the file is missing, does not parse, or does not validate.
+        ConfigError: one line naming the file and the key: the file is missing, not a
+            regular file, too large, does not parse, or does not validate.
     """
     if path is None:
         return Config()
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
-    data: Any
-    if p.suffix.lower() == ".json" or (p.suffix.lower() != ".toml" and raw.lstrip()[:1] == b"{"):
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {p} is not valid JSON: {exc}") from None
-    else:
-        try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {p} must hold an object at the top level")
+    data = read_config_data(p)
     config = Config.from_mapping(data, source=str(p))
     if config.workspace is not None and not os.path.isabs(config.workspace):
-        ws = str((p.parent / config.workspace).resolve())
+        try:
+            ws = str((p.parent / config.workspace).resolve())
+        except (OSError, RuntimeError) as exc:
+            raise ConfigError(f"invalid configuration in {p}: workspace: {exc}") from None
         config = config.model_copy(update={"workspace": ws})
     return config

@@ -106,6 +106,10 @@ def build_registry(
         from .builtins import register_builtins
 
         register_builtins(registry, ws, config)
+    if config.plugins:  # before policies and deferral: plugin tools obey them like any other
+        from .plugins import load_plugins
+
+        load_plugins(registry, ws, config)
     apply_policies(registry, config)
     apply_deferral(registry, config)
     return registry
