@@ -253,6 +253,8 @@ class ImageConfig(_Model):
     max_side: int = Field(1568, ge=64, le=8192)
     max_bytes: int = Field(3_000_000, ge=10_000, le=20_000_000)
     max_file_bytes: int = Field(50_000_000, ge=1024, le=1_000_000_000)
+
+
 # ---------------------------------------------------------------- serve (MCP server)
 # Added by the mcp engineer (issue 11): settings of ``octos-tools serve`` only.
 
