@@ -25,12 +25,14 @@ import shutil
 import subprocess
 import sys
 import threading
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from octos_tools.config import Config, load_config
 
@@ -259,3 +261,30 @@ def test_shell_block_runs(block: Block, tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, f"{block} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+def config_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every key path of the configuration model, as docs/configuration.md spells it."""
+    keys: list[str] = []
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        ann = field.annotation
+        args = typing.get_args(ann)
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            keys += config_keys(ann, f"{path}.")
+        elif typing.get_origin(ann) is dict and issubclass(args[1], BaseModel):
+            keys += config_keys(args[1], f"{path}.NAME.")
+        elif typing.get_origin(ann) is list and args and issubclass(args[0], BaseModel):
+            keys.append(path)
+            keys += config_keys(args[0], f"{path}[].")
+        else:
+            keys.append(path)
+    return keys
+
+
+def test_configuration_reference_names_every_key() -> None:
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    keys = config_keys(Config)
+    assert len(keys) > 40
+    missing = [k for k in keys if f"| `{k}` |" not in text]
+    assert not missing, f"docs/configuration.md does not describe {missing}"
