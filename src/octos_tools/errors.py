@@ -75,12 +75,6 @@ class ErrorKind(str, Enum):
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
-    REMOTE_ERROR = "remote_error"
-    """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
-    it said it)."""
-    NO_SPACE = "no_space"
-    """The disk (or a quota) is full (ENOSPC / EDQUOT): nothing was written; free space and
-    retry."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
