@@ -75,6 +75,13 @@ class ErrorKind(str, Enum):
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
+    REMOTE_ERROR = "remote_error"
+    """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
+    it said it)."""
+    DISK_FULL = "disk_full"
+    """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
+    UNSUPPORTED_MEDIA = "unsupported_media"
+    """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

@@ -100,6 +100,7 @@ GROUP_DESCRIPTIONS: dict[str, str] = {
 #: (Codex's name) is ``exec_command``.
 EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
     "spawn_agent": ("spawn_agent", "spawn"),
+    "delegate": ("delegate", "spawn_agent", "spawn"),
     "wait_agent": ("wait_agent", "read_task_output"),
     "bash": ("bash", "exec_command"),
 }
@@ -107,7 +108,10 @@ EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
 #: Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
 #: a deny entry naming the original denies the alias too, so an alias is never a way round
 #: a deny list (hard policies, and a call context's ``ToolPermissions``).
-DENY_ALIASES: Mapping[str, tuple[str, ...]] = {"bash": ("exec_command",)}
+DENY_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "bash": ("exec_command",),
+    "delegate": ("spawn_agent",),
+}
 
 
 def register_group(name: str, members: Iterable[str], description: str = "") -> None:

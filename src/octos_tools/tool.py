@@ -329,6 +329,8 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
     title: str | None = None
     max_output_bytes: int | None = None
     """Output cap of this tool in bytes (``None``: the registry default, 50,000)."""
+    search_hints: tuple[str, ...] = ()
+    """Words a task may use for this tool (never sent to the model; ``tool_search`` ranks them)."""
     validate_arguments: ClassVar[bool] = True
     """When ``False`` the registry skips JSON-Schema validation (the tool validates itself)."""
 
