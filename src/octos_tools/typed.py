@@ -9,10 +9,13 @@ A built-in tool declares::
 
         class Args(ToolArgs):
             path: str = Field(description="File path, relative to the workspace.")
-            start_line: int | None = Field(None, ge=1, description="First line (1-based).")
+            start_line: int = Field(1, ge=1, description="First line (1-based).")
 
         async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
             ...
+
+Prefer ``int = 1`` to ``int | None = None`` for an optional field: ``null`` is read as
+absent anyway, and the schema the model reads stays lean (no ``anyOf`` with ``null``).
 
 Argument rules (the field's way, as OpenAI's strict mode and Codex read them; the same
 rules as JSON-schema tools, :func:`octos_tools.arguments.validate_arguments`):
