@@ -95,7 +95,7 @@ def octos_target(tree: Path, mode: str) -> Target:
         return "edit_file", {"path": edit_path, "old_string": old, "new_string": new}
 
     ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
-        "read": lambda i: ("read_file", {"path": "src/octos_tools/registry.py"}),
+        "read": lambda i: ("read_file", {"path": "src/octos_tools/registry/_registry.py"}),
         "list": lambda i: ("list_dir", {"path": "src/octos_tools"}),
         "search": lambda i: ("glob", {"pattern": "**/*.py"}),
         "edit": edit,
@@ -119,7 +119,7 @@ def reference_target(tree: Path, entry: Path, version: str) -> Target:
         return "edit_file", {"path": edit_path, "edits": [{"oldText": old, "newText": new}]}
 
     ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
-        "read": lambda i: ("read_text_file", {"path": str(tree / "src/octos_tools/registry.py")}),
+        "read": lambda i: ("read_text_file", {"path": str(tree / "src/octos_tools/registry/_registry.py")}),
         "list": lambda i: ("list_directory", {"path": str(tree / "src/octos_tools")}),
         "search": lambda i: ("search_files", {"path": str(tree), "pattern": "**/*.py"}),
         "edit": edit,
