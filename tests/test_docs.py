@@ -288,3 +288,28 @@ def test_configuration_reference_names_every_key() -> None:
     assert len(keys) > 40
     missing = [k for k in keys if f"| `{k}` |" not in text]
     assert not missing, f"docs/configuration.md does not describe {missing}"
+
+
+def served_tool_count(tmp_path: Path, *flags: str) -> int:
+    """The tool count ``serve`` prints on its start-up line (stdin closed: it exits)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "serve", "--workspace", str(tmp_path), *flags],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=offline_env(tmp_path),
+    )
+    found = re.search(r"over stdio \((\d+) tools\)", proc.stderr)
+    assert found, proc.stderr
+    return int(found[1])
+
+
+def test_readme_tool_counts_match_the_server(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"over stdio \((\d+) tools\)", text)
+    default = re.search(r"What `serve` lists by default \((\d+) tools", text)
+    no_defer = re.search(r"(\d+) tools with all extras", text)
+    assert listed and default and no_defer
+    assert int(listed[1]) == int(default[1]) == served_tool_count(tmp_path)
+    assert int(no_defer[1]) == served_tool_count(tmp_path, "--no-defer")
