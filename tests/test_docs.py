@@ -313,3 +313,16 @@ def test_readme_tool_counts_match_the_server(tmp_path: Path) -> None:
     assert listed and default and no_defer
     assert int(listed[1]) == int(default[1]) == served_tool_count(tmp_path)
     assert int(no_defer[1]) == served_tool_count(tmp_path, "--no-defer")
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_point_to_files_that_ship(path: Path) -> None:
+    """Relative links resolve inside the repository; no citation of unshipped documents."""
+    text = path.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        file = (path.parent / target.split("#")[0]).resolve()
+        assert file.exists() and file.is_relative_to(ROOT), f"{path.name}: broken link {target}"
+    for word in ("DESIGN.md", "DESIGN §", "seed §", "reference §"):
+        assert word not in text, f"{path.name} cites {word!r}, which does not ship"
