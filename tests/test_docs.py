@@ -326,3 +326,14 @@ def test_links_point_to_files_that_ship(path: Path) -> None:
         assert file.exists() and file.is_relative_to(ROOT), f"{path.name}: broken link {target}"
     for word in ("DESIGN.md", "DESIGN §", "seed §", "reference §"):
         assert word not in text, f"{path.name} cites {word!r}, which does not ship"
+
+
+def test_readme_test_command_is_the_ci_one() -> None:
+    """The README's quick-start test command and CI's first pytest line are the same."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    quick = [b for b in blocks_of(ROOT / "README.md") if b.lang == "sh"][1].text.strip()
+    ci_lines = [ln.strip() for ln in ci.splitlines() if "pytest" in ln and not ln.startswith("#")]
+    assert quick == ci_lines[0] == ".venv/bin/python -m pytest -q"
+    for step in [*ci_lines, "ruff check src tests bench", "ruff format --check", "mypy src"]:
+        assert step.replace(".venv/bin/", "") in readme.replace(".venv/bin/", ""), step
