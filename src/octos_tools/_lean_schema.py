@@ -1,4 +1,4 @@
-"""Lean wire schemas for typed built-ins: optional fields shown as their plain type.
+"""Lean wire schemas for typed tools: optional fields shown as their plain type.
 
 pydantic renders ``x: int | None = None`` as ``{"anyOf": [{"type": "integer"}, {"type":
 "null"}], "default": null}``. On the wire ``null`` and absence mean the same thing (see
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tool import JSONObject
+from .tool import JSONObject
 
 __all__ = ["lean_schema"]
 
