@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import anyio
 import pytest
 
 from octos_tools.context import ToolContext
@@ -9,6 +12,7 @@ from octos_tools.execution import ToolCall
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
+from octos_tools.tool import ToolResult
 
 from .helpers import EchoTool
 
@@ -157,7 +161,7 @@ def test_listeners_are_per_session_and_hear_registry_mutations() -> None:
     a.activate(["group:web"])
     assert heard == ["a"] and registry_heard == []
     registry.register(EchoTool("later"))
-    assert heard == ["a", "a", "b"] and len(registry_heard) == 1
+    assert sorted(heard) == ["a", "a", "b"] and len(registry_heard) == 1
     assert "later" in a.visible_names() and "later" in b.visible_names()
 
 
@@ -175,6 +179,7 @@ def test_configured_deferral_after_a_session_starts_applies_unless_activated() -
 async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
     closed: list[str] = []
     sessions: list[object] = []
+    ended: list[object] = []
 
     class Closing(EchoTool):
         async def execute_with_context(self, ctx: ToolContext, args: dict[str, object]):  # type: ignore[no-untyped-def,override]
@@ -184,6 +189,10 @@ async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
         async def aclose(self) -> None:
             closed.append(self.name)
 
+        async def session_closed(self, session: object) -> None:
+            ended.append(session)
+            raise RuntimeError("a hook that fails must not stop the others")
+
     registry = ToolRegistry()
     registry.register(Closing("c"))
     shared = ToolSession(registry)
@@ -192,7 +201,156 @@ async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
     assert sessions == [shared, None]
     await shared.aclose()
     assert closed == []  # other sessions may still use the registry's tools
+    assert ended == [shared]  # but what this session started is released
+    await shared.aclose()
+    assert ended == [shared]  # idempotent
     assert (await ToolSession(registry).call("c", {"text": "still"})).output == "still"
     async with ToolSession(registry, owns_registry=True) as owner:
         await owner.call("c", {})
     assert closed == ["c"]
+
+
+# ---------------------------------------------------------------- one concurrency rule
+
+
+class _FilesWriter(EchoTool):
+    """Exclusive: rewrites every file, one at a time, yielding between files."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__("write_all", exclusive=True)
+        self.root = root
+        self.running = False
+
+    async def execute(self, args: dict[str, object]) -> ToolResult:
+        self.running = True
+        try:
+            for path in sorted(self.root.iterdir()):
+                await anyio.sleep(0.005)
+                path.write_text(str(args["text"]))
+        finally:
+            self.running = False
+        return ToolResult.ok("written")
+
+
+class _FileReader(EchoTool):
+    """Safe: the content of one file, read after a pause."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__("read_one")
+        self.root = root
+
+    async def execute(self, args: dict[str, object]) -> ToolResult:
+        await anyio.sleep(0.001)
+        return ToolResult.ok((self.root / str(args["text"])).read_text())
+
+
+@pytest.mark.anyio
+async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls(
+    tmp_path: Path,
+) -> None:
+    for i in range(5):
+        (tmp_path / f"f{i}").write_text("old")
+    writer, reader = _FilesWriter(tmp_path), _FileReader(tmp_path)
+    registry = ToolRegistry()
+    registry.register(writer)
+    registry.register(reader)
+    session = ToolSession(registry)
+    batch = [ToolCall(f"r{i}", "read_one", {"text": f"f{i}"}) for i in range(5)]
+    seen_batches: list[set[str]] = []
+    seen_single: list[str] = []
+    issued_while_writing = 0
+
+    async def read_batches() -> None:
+        nonlocal issued_while_writing
+        for _ in range(30):
+            issued_while_writing += writer.running
+            results = await session.after_tool_calls(batch)
+            seen_batches.append({r.output for r in results})
+            await anyio.sleep(0.002)
+
+    async def read_single() -> None:
+        for _ in range(30):
+            seen_single.append((await session.call("read_one", {"text": "f4"})).output)
+            await anyio.sleep(0.001)
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_batches)
+            tg.start_soon(read_single)
+            await anyio.sleep(0.01)
+            result = await session.call("write_all", {"text": "new"})
+            assert result.success
+            # a second writer through a batch of its own: also alone
+            await session.after_tool_calls([ToolCall("w", "write_all", {"text": "newer"})])
+    assert issued_while_writing > 0  # the readers really raced the writer
+    assert all(len(outputs) == 1 for outputs in seen_batches), seen_batches
+    assert {"old", "new", "newer"} >= {o for outputs in seen_batches for o in outputs}
+    assert set(seen_single) <= {"old", "new", "newer"}
+
+
+@pytest.mark.anyio
+async def test_safe_calls_of_a_session_run_together() -> None:
+    both = anyio.Event()
+    started = 0
+
+    class Meeting(EchoTool):
+        async def execute(self, args: dict[str, object]) -> ToolResult:
+            nonlocal started
+            started += 1
+            if started == 2:
+                both.set()
+            await both.wait()  # a serialised second call would never start
+            return ToolResult.ok("met")
+
+    registry = ToolRegistry()
+    registry.register(Meeting("meet"))
+    session = ToolSession(registry)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.call, "meet", {})
+            tg.start_soon(session.call, "meet", {})
+
+
+@pytest.mark.anyio
+async def test_reads_during_a_multi_file_apply_patch_see_one_state(tmp_path: Path) -> None:
+    from octos_tools.profile import build_registry
+
+    names = [f"m{i}.txt" for i in range(6)]
+    for name in names:
+        (tmp_path / name).write_text("old line\n" * 2000)
+    registry = build_registry(workspace=tmp_path)
+    session = ToolSession(registry)
+    patch = "*** Begin Patch\n"
+    for name in names:
+        patch += f"*** Update File: {name}\n@@\n-old line\n+new line\n"
+    patch += "*** End Patch\n"
+    reads = [ToolCall(f"r{i}", "read_file", {"path": n}) for i, n in enumerate(names)]
+    states: list[set[str]] = []
+
+    async def reader() -> None:
+        for _ in range(6):
+            results = await session.after_tool_calls(reads)
+            assert all(r.success for r in results), [r.output[:200] for r in results]
+            states.append({"new" if "new line" in r.output else "old" for r in results})
+
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reader)
+                tg.start_soon(reader)
+                result = await session.call("apply_patch", {"patch": patch})
+                assert result.success, result.output
+    finally:
+        await registry.aclose()
+    assert all((tmp_path / n).read_text().startswith("new line\n") for n in names)
+    assert states and all(len(state) == 1 for state in states), states
+
+
+def test_a_session_without_state_of_its_own_shares_the_default_list() -> None:
+    registry = _deferred_registry()
+    fresh = [ToolSession(registry) for _ in range(3)]
+    assert all(s.specs() is registry.specs() for s in fresh)
+    fresh[0].activate("web_fetch")
+    assert fresh[0].specs() is not registry.specs()
+    assert "web_fetch" in fresh[0].visible_names()
+    assert fresh[1].specs() is registry.specs()

@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+TYPE_CHECKING = False  # not ``typing.TYPE_CHECKING``: importing typing costs ~9 ms
 
 if TYPE_CHECKING:
     from .arguments import MAX_ARGS_SIZE, estimate_json_size
@@ -111,7 +112,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Import a public name on first use (PEP 562)."""
     module = _EXPORTS.get(name)
     if module is None:
@@ -130,7 +131,7 @@ class _Package(types.ModuleType):
     submodule :mod:`octos_tools.tool` is imported (the import system would otherwise
     bind the submodule over it; the submodule stays in ``sys.modules``)."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name == "tool" and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)

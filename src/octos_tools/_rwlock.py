@@ -51,6 +51,14 @@ class ReadWriteLock:
             self._changed = anyio.Event()
         await self._changed.wait()
 
+    def try_acquire_read(self) -> bool:
+        """Hold the lock shared if that needs no wait (no writer holds or waits for it);
+        ``False`` otherwise (then await :meth:`acquire_read`)."""
+        if self._writer or self._waiting_writers:
+            return False
+        self._readers += 1
+        return True
+
     async def acquire_read(self) -> None:
         """Wait until no writer holds or waits for the lock, then hold it shared."""
         while self._writer or self._waiting_writers:

@@ -1,4 +1,5 @@
-"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation (seed §6.4).
+"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation
+(octos ``crates/octos-agent/src/tools/registry.rs``).
 
 A model sends tool arguments as a string. :func:`parse_arguments` checks its byte length
 against the limit *before* parsing it, so a huge argument is refused without building a
@@ -31,8 +32,8 @@ __all__ = [
 ]
 
 MAX_ARGS_SIZE = 1_048_576
-"""The argument limit in bytes (1 MiB, seed §6.4). A raw string of exactly this many bytes
-is accepted; one byte more is refused with ``args_too_large``."""
+"""The argument limit in bytes (1 MiB, as octos ``tools/registry.rs``). A raw string of
+exactly this many bytes is accepted; one byte more is refused with ``args_too_large``."""
 
 _PREVIEW_CHARS = 120
 
@@ -84,8 +85,8 @@ def estimate_json_size(value: Any, limit: int | None = None) -> int:
     ``len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())``
     for every value ``json.dumps`` accepts (dicts, lists, tuples, str, int, float, bool,
     None). The walk is iterative, so nesting depth is not limited by the recursion limit.
-    Unlike octos's estimate (reference §4), control characters are counted as JSON escapes
-    them (``\\u0001`` is 6 bytes).
+    Unlike octos's estimate (``crates/octos-core/src/utils.rs``), control characters are
+    counted as JSON escapes them (``\\u0001`` is 6 bytes).
 
     Args:
         value: a JSON-like Python value.
@@ -117,6 +118,45 @@ def estimate_json_size(value: Any, limit: int | None = None) -> int:
         if limit is not None and total > limit:
             return total
     return total
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_json_values(value: Any, tool_name: str) -> None:
+    """Refuse arguments holding a value JSON cannot carry (bytes, sets, arbitrary objects,
+    non-string keys), as Python callers can send them.
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` naming the field (``details["field"]``).
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _JSON_SCALARS):
+            continue
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    where = path or "(arguments)"
+                    raise ArgumentError(
+                        ErrorKind.INVALID_ARGUMENTS,
+                        f"invalid arguments for {tool_name!r}: field {where!r} has the key "
+                        f"{key!r} ({type(key).__name__}); JSON object keys are strings",
+                        field=path or None,
+                    )
+                stack.append((sub, f"{path}.{key}" if path else key))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{path}.{i}" if path else str(i)) for i, sub in enumerate(item))
+        else:
+            where = path or "(arguments)"
+            raise ArgumentError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"invalid arguments for {tool_name!r}: field {where!r} holds a "
+                f"{type(item).__name__}, which JSON cannot carry; send a string, number, "
+                "boolean, null, array or object",
+                field=path or None,
+            )
 
 
 def _preview(text: str) -> str:
@@ -160,6 +200,7 @@ def parse_arguments(
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
+        check_json_values(raw, tool_name)
         size = estimate_json_size(raw, limit)
         if size > limit:
             raise _too_large(tool_name, size, limit, exact=False)
@@ -316,9 +357,59 @@ def _admits_null(schema: Mapping[str, Any]) -> bool:
     return const is None or (isinstance(enum, list) and None in enum)
 
 
-def _lenient(value: Any, schema: Any) -> Any:
+_SHAPES = frozenset({"properties", "items", "prefixItems"})
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """Follow a local ``$ref`` (``#/$defs/Name``) and unwrap a one-object ``anyOf`` /
+    ``oneOf`` (pydantic writes ``Optional[Model]`` so) to the schema that describes an
+    object or array."""
+    for _ in range(8):
+        if not isinstance(schema, Mapping):
+            return schema
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            node: Any = root
+            for part in ref[2:].split("/"):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            schema = node
+            continue
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and not _SHAPES & schema.keys():
+                shaped = [
+                    o
+                    for o in (_resolve(o, root) for o in options)
+                    if isinstance(o, Mapping) and _SHAPES & o.keys()
+                ]
+                if len(shaped) == 1:
+                    return {**shaped[0], "type": sorted(_types(schema) | _types(shaped[0]))}
+        return schema
+    return schema
+
+
+def apply_leniencies(args: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The argument leniencies, applied where ``schema`` (a JSON Schema object, local
+    ``$ref`` s followed) asks for them, at any depth:
+
+    * an integral number (``2.0``, ``1e2``) where only an integer is allowed becomes the
+      integer (a fractional one is left for validation to refuse);
+    * ``null`` for a property that is not required and does not admit null is removed
+      (the field is absent);
+    * a JSON-encoded array or object string where the schema wants an array or object (and
+      no string) is decoded once.
+
+    Returns:
+        ``args`` itself when nothing applies, else a changed copy (``args`` is not changed).
+    """
+    out = _lenient(args, schema, schema)
+    return out if isinstance(out, dict) else args
+
+
+def _lenient(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
     """``value`` with the argument leniencies applied where ``schema`` asks for them
     (returns ``value`` itself when nothing changes)."""
+    schema = _resolve(schema, root)
     if not isinstance(schema, Mapping):
         return value
     types = _types(schema)
@@ -346,13 +437,13 @@ def _lenient(value: Any, schema: Any) -> Any:
         required_names = set(required) if isinstance(required, list) else set()
         out = value
         for key, item in value.items():
-            sub = props.get(key)
+            sub = _resolve(props.get(key), root)
             if not isinstance(sub, Mapping):
                 continue
             if item is None and key not in required_names and not _admits_null(sub):
                 new: Any = _ABSENT
             else:
-                new = _lenient(item, sub)
+                new = _lenient(item, sub, root)
             if new is not item:
                 if out is value:
                     out = dict(value)
@@ -363,9 +454,13 @@ def _lenient(value: Any, schema: Any) -> Any:
         return out
     if isinstance(value, list):
         items = schema.get("items")
-        if not isinstance(items, Mapping):
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        if not isinstance(items, Mapping) and not prefix:
             return value
-        new_list = [_lenient(v, items) for v in value]
+        new_list = [
+            _lenient(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)
+        ]
         return value if all(a is b for a, b in zip(new_list, value, strict=True)) else new_list
     return value
 
@@ -398,8 +493,9 @@ def describe_value(value: Any) -> str:
 
 def join_problems(tool_name: str, problems: list[tuple[str, str | None]]) -> ArgumentError:
     """The ``invalid_arguments`` error listing ``problems`` (``(text, field)`` pairs, in
-    order): up to :data:`MAX_PROBLEMS`, then ``(and N more problems)``;
-    ``details["field"]`` names the first problem's field."""
+    order: missing fields, then wrong values, then unknown fields): up to
+    :data:`MAX_PROBLEMS`, then ``(and N more problems)``; ``details["field"]`` names the
+    first problem's field."""
     shown = problems[:MAX_PROBLEMS]
     text = "; ".join(p for p, _ in shown)
     more = len(problems) - len(shown)
@@ -429,6 +525,7 @@ def _type_words(expected: Any) -> str:
 def _problems(errors: list[Any]) -> list[tuple[str, str | None]]:
     missing: list[tuple[str, str | None]] = []
     other: list[tuple[str, str | None]] = []
+    unknown: list[tuple[str, str | None]] = []
     for err in errors:
         path = ".".join(str(p) for p in err.absolute_path)
         if err.validator == "required":
@@ -442,7 +539,7 @@ def _problems(errors: list[Any]) -> list[tuple[str, str | None]]:
             extra = [k for k in err.instance if k not in allowed]
             for name in extra:
                 field = ".".join(filter(None, [path, str(name)]))
-                other.append((f"unknown field {field!r}", field))
+                unknown.append((f"unknown field {field!r}", field))
         elif err.validator == "type":
             where = path or "(arguments)"
             other.append(
@@ -455,7 +552,7 @@ def _problems(errors: list[Any]) -> list[tuple[str, str | None]]:
         else:
             where = path or "(arguments)"
             other.append((f"field {where!r}: {err.message}", path or None))
-    return missing + other
+    return missing + other + unknown
 
 
 def validate_arguments(
@@ -491,7 +588,7 @@ def validate_arguments(
     """
     if validator is None:
         validator = compile_schema(schema)
-    args = _lenient(args, schema)
+    args = apply_leniencies(args, schema)
     errors = list(validator.iter_errors(args))
     if not errors:
         return args

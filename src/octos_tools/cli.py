@@ -42,7 +42,8 @@ from .policy import first_group_of, resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
-    from .tool import ToolResult
+    from .tokens import TokenReport
+    from .tool import ToolResult, ToolSpec
 
 __all__ = ["app", "main"]
 
@@ -274,14 +275,17 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .session import ToolSession
+
+        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
-                    registry.execute(tool, raw), tool, json_output
+                    session.call(tool, raw), tool, json_output
                 )
             return result
         finally:
-            await registry.aclose()
+            await session.aclose()
 
     started = time.perf_counter()
     try:
@@ -366,14 +370,26 @@ def tools(
     tokens: Annotated[
         bool, typer.Option("--tokens", help="Show the tokens of each visible spec and the total.")
     ] = False,
+    encoding: Annotated[
+        str,
+        typer.Option(
+            "--encoding", help="Vocabulary of the token counts: o200k_base or cl100k_base."
+        ),
+    ] = "o200k_base",
     read_only: ReadOnlyOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
+    """List every tool: group, tags, class, state (visible, deferred, hidden, denied).
+
+    Token counts are of what a host forwards (compact JSON of name, description and
+    parameters), exact with the ``tokens`` extra, else an estimate labelled as one.
+    """
     from .builtins import MISSING_EXTRAS
     from .plugins import tool_origins
-    from .tokens import TOKENIZER_NAME, count_tokens
+    from .tokens import ENCODINGS
 
+    if encoding not in ENCODINGS:
+        _usage_error(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}")
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
     if cfg.mcp_servers:
@@ -383,55 +399,18 @@ def tools(
                 pass
 
         anyio.run(mount_once)
-    rows: list[dict[str, Any]] = []
-    total = 0
-    visible_specs = {spec.name: spec for spec in registry.specs()}  # the request's own specs
-    for name in registry.names():
-        tool = registry.get(name)
-        assert tool is not None
-        decision = registry.evaluate(name)
-        if not decision.allowed:
-            state = "denied"
-        elif registry.is_deferred(name):
-            state = "deferred"
-        elif name in visible_specs:
-            state = "visible"
-        else:
-            state = "hidden"
-        spec_tokens = None
-        if state == "visible":
-            spec = visible_specs[name]
-            spec_tokens = count_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
-            total += spec_tokens
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tool.tags),
-                "class": tool.concurrency_class.value,
-                "state": state,
-                "spawn_only": registry.is_spawn_only(name),
-                "tokens": spec_tokens,
-            }
-        )
-    for name, (cls, tags) in registry.removed_by_policy().items():
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tags),
-                "class": cls.value,
-                "state": "denied",
-                "spawn_only": False,
-                "tokens": None,
-            }
-        )
+    specs = registry.specs()  # the request's own specs, in request order
+    report = _token_report(specs, encoding) if tokens or json_output else None
+    rows = _tool_rows(registry, {s.name for s in specs}, report)
     missing = [{"name": n, "extra": e} for n, e in sorted(MISSING_EXTRAS.items())]
     anyio.run(registry.aclose)
     if json_output:
+        assert report is not None
         data: dict[str, Any] = {"tools": rows, "missing": missing}
-        data["first_request_tokens"] = total
-        data["tokenizer"] = TOKENIZER_NAME
+        data["first_request_tokens"] = report.total
+        data["tokenizer"] = report.label
+        data["encoding"] = report.encoding
+        data["exact"] = report.exact
         _write_stdout(json.dumps(data, indent=2) + "\n")
         return
     origins = tool_origins(registry)
@@ -460,10 +439,10 @@ def tools(
         body.append(cells)
     title = f"octos-tools: {len(registry)} tools registered"
     footer: list[str] = []
-    if tokens:
+    if tokens and report is not None:
         footer.append(
-            f"first request: {total} tokens in {len(registry.specs())} visible specs "
-            f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
+            f"first request: {report.total} tokens in {len(specs)} visible specs "
+            f"(compact JSON of name, description, parameters; tokenizer: {report.label})"
         )
     for item in missing:
         footer.append(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
@@ -515,6 +494,56 @@ def _print_table(
         lines.append("  ".join(parts).rstrip())
     lines.extend(footer)
     _write_stdout("\n".join(lines) + "\n")
+
+
+def _token_report(specs: list[ToolSpec], encoding: str) -> TokenReport:
+    from .tokens import measure_specs
+
+    return measure_specs(specs, encoding)
+
+
+def _tool_rows(
+    registry: ToolRegistry, visible: set[str], report: TokenReport | None
+) -> list[dict[str, Any]]:
+    """One row per registered tool, then one per tool a hard policy removed."""
+    rows: list[dict[str, Any]] = []
+    for name in registry.names():
+        tool = registry.get(name)
+        assert tool is not None
+        decision = registry.evaluate(name)
+        if not decision.allowed:
+            state = "denied"
+        elif registry.is_deferred(name):
+            state = "deferred"
+        elif name in visible:
+            state = "visible"
+        else:
+            state = "hidden"
+        count = report.per_tool.get(name) if report is not None and state == "visible" else None
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tool.tags),
+                "class": tool.concurrency_class.value,
+                "state": state,
+                "spawn_only": registry.is_spawn_only(name),
+                "tokens": count,
+            }
+        )
+    for name, (cls, tags) in registry.removed_by_policy().items():
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tags),
+                "class": cls.value,
+                "state": "denied",
+                "spawn_only": False,
+                "tokens": None,
+            }
+        )
+    return rows
 
 
 @policy_app.command("explain")

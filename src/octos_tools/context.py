@@ -1,8 +1,8 @@
-"""Per-call context: :class:`ToolContext` and :func:`current_context` (seed §6.1).
+"""Per-call context: :class:`ToolContext` and :func:`current_context` (octos ``tools/mod.rs``).
 
 The registry passes a :class:`ToolContext` to ``Tool.execute_with_context`` and also sets it
 in a :class:`contextvars.ContextVar` around the call, so tools written against plain
-``execute(args)`` can still read it (the seed's task-local ``TOOL_CTX``).
+``execute(args)`` can still read it (octos's task-local ``TOOL_CTX``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .policy import EQUIVALENT_NAMES
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -67,7 +69,7 @@ tool's validated arguments, the answer any JSON-serialisable value."""
 
 @dataclass(frozen=True, slots=True)
 class ToolPermissions:
-    """Per-context tool permissions (reference §0.5 ``ToolPermissions``).
+    """Per-context tool permissions (octos ``tools/mod.rs`` ``ToolPermissions``).
 
     Attributes:
         mode: an informational label (``"workspace_write"``, ``"read_only"``, …).
@@ -89,8 +91,8 @@ class ToolPermissions:
         ``bash``, denying ``spawn`` denies ``spawn_agent``; allowing either name of a pair
         allows the alias.
         """
-        from .policy import EQUIVALENT_NAMES
-
+        if not self.denied_tools and self.allowed_tools is None:
+            return True
         names = EQUIVALENT_NAMES.get(name, (name,))
         if any(n in self.denied_tools for n in names):
             return False
@@ -99,7 +101,7 @@ class ToolPermissions:
 
 @dataclass(slots=True)
 class ToolContext:
-    """Everything a tool call may need besides its arguments (reference §0.5).
+    """Everything a tool call may need besides its arguments (octos ``ToolContext``).
 
     Attributes:
         tool_call_id: the model's tool-call id (``""`` outside a model turn).
@@ -140,7 +142,7 @@ class ToolContext:
 
     @classmethod
     def zero(cls) -> ToolContext:
-        """The all-defaults context (empty ``tool_call_id``), as the seed's ``zero()``."""
+        """The all-defaults context (empty ``tool_call_id``), as octos's ``ToolContext::zero()``."""
         return cls()
 
     def for_call(self, tool_call_id: str) -> ToolContext:

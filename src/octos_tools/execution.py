@@ -104,9 +104,12 @@ async def execute_batch(
 ) -> list[ToolResult]:
     """Run one model turn's tool calls.
 
-    * every call Safe → all run concurrently;
-    * any call Exclusive → all run serially in call order; after a failure the remaining
-      calls get a ``cancelled`` result (argument errors excepted).
+    * every call Safe → all run concurrently, the batch holding the session's lock shared
+      (an Exclusive call of the session waits for the whole batch, so the batch sees one
+      state of the files);
+    * any call Exclusive → all run serially in call order, the batch holding the lock
+      alone; after a failure the remaining calls get a ``cancelled`` result (argument
+      errors excepted).
 
     Args:
         target: a :class:`~octos_tools.session.ToolSession` (its view and context), or a
@@ -118,20 +121,34 @@ async def execute_batch(
     Returns:
         One :class:`~octos_tools.tool.ToolResult` per call, in call order.
     """
+    from .pipeline import run_call
     from .session import ToolSession
 
+    if not calls:
+        return []
     if isinstance(target, ToolSession):
-        session = target
+        registry = target.registry
+        view = target.view
+        base = target.ctx if ctx is None else registry.context_for(ctx, target)
+    else:
+        registry = target
+        view = registry.default_view
+        base = registry.context_for(ctx)
 
-        async def run(call: ToolCall) -> ToolResult:
-            return await session.call(call.name, call.arguments, tool_call_id=call.id, ctx=ctx)
+    async def run(call: ToolCall) -> ToolResult:
+        call_ctx = base if call.id == base.tool_call_id else base.for_call(call.id)
+        return await run_call(view, call.name, call.arguments, call_ctx, locked=True)
 
-        return await run_batch(calls, run, session.registry.concurrency_class)
-
-    registry = target
-
-    async def run_registry(call: ToolCall) -> ToolResult:
-        call_ctx = ToolContext(tool_call_id=call.id) if ctx is None else ctx.for_call(call.id)
-        return await registry.execute(call.name, call.arguments, call_ctx)
-
-    return await run_batch(calls, run_registry, registry.concurrency_class)
+    concurrency_class = registry.concurrency_class
+    lock = view.lock
+    if any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls):
+        await lock.acquire_write()
+        try:
+            return await run_batch(calls, run, concurrency_class)
+        finally:
+            lock.release_write()
+    await lock.acquire_read()
+    try:
+        return await run_batch(calls, run, concurrency_class)
+    finally:
+        lock.release_read()

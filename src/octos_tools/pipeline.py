@@ -17,7 +17,8 @@ registry's default view) both call it, in this order:
    ``invalid_arguments``;
 6. usage recorded in the view's LRU;
 7. **spawn-only** tools return a task-handle envelope at once and run in the
-   :class:`~octos_tools.tasks.TaskSupervisor`;
+   :class:`~octos_tools.tasks.TaskSupervisor` (outside the session's lock: a background
+   task does not hold the session's other calls back);
 8. **dispatch** under the view's readers-writer lock (Safe calls together, an Exclusive
    call alone) and ONE timeout scope → ``timeout``; a raised
    :class:`~octos_tools.errors.ToolError` becomes its typed failure, any other exception
@@ -32,7 +33,8 @@ import difflib
 import json
 import logging
 import types
-from collections.abc import Awaitable, Generator, Mapping
+from asyncio.events import _get_running_loop  # the C fast path; None off asyncio
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +42,11 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .arguments import parse_arguments, validate_arguments
-from .context import _CURRENT, ToolContext, ToolPermissions
+from .context import _CURRENT, ToolContext
 from .errors import ErrorKind, ToolError
 from .output import cap_output, redact_secrets, redact_value
 from .tool import ConcurrencyClass, Tool, ToolResult
-from .typed import ToolArgs, TypedTool, format_validation_error
+from .typed import ToolArgs, TypedTool, validate_arguments_of
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry, ToolView
@@ -68,16 +70,19 @@ SPAWN_ONLY_READ_MODES = ("head", "tail", "grep", "line_range", "file")
 RawArguments = str | bytes | Mapping[str, Any] | None
 """What a model (or a library caller) sends as a call's arguments."""
 
-_DEFAULT_PERMISSIONS = ToolPermissions()
 _EXCLUSIVE = ConcurrencyClass.EXCLUSIVE
 _FAST_JSON_CHARS = 4000
 """Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
 JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
+_PLAIN = frozenset({int, float, bool, type(None)})
+"""Metadata values that cannot hold a credential (no redaction walk needed)."""
 _REDACT_MIN_CHARS = 8
 """Outputs shorter than this hold no credential any redaction pattern recognises."""
 
 
-async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> ToolResult:
+async def run_call(
+    view: ToolView, name: str, raw: RawArguments, ctx: ToolContext, *, locked: bool = False
+) -> ToolResult:
     """Run one tool call through the whole pipeline (module docstring) in ``view``.
 
     Args:
@@ -86,6 +91,8 @@ async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContex
         raw: the raw argument string exactly as sent, parsed arguments, or ``None``.
         ctx: the call's context, already completed by
             :meth:`~octos_tools.registry.ToolRegistry.context_for`.
+        locked: the caller already holds ``view.lock`` for this call (a batch holds it
+            for all its calls); the lock is not reentrant.
 
     Returns:
         The result; never raises for a bad call (cancellation propagates).
@@ -93,32 +100,41 @@ async def run_call(view: ToolView, name: str, raw: RawArguments, ctx: ToolContex
     registry = view.registry
     tool: Tool | None = None
     try:
-        decision = registry.evaluate(name)
+        decision = registry._verdicts.get(name)  # cached until the registry's next mutation
+        if decision is None:
+            decision = registry.evaluate(name)
         if not decision.allowed:
             registry.check_policy(name)
         permissions = ctx.permissions
-        if permissions is not _DEFAULT_PERMISSIONS and not permissions.is_tool_allowed(name):
+        if (
+            permissions.denied_tools or permissions.allowed_tools is not None
+        ) and not permissions.is_tool_allowed(name):
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
                 f"tool {name!r} is not permitted in this context (its permissions deny it). "
                 "Do not retry it; use another tool.",
                 reason="context_permissions",
             )
-        if view.is_deferred(name):
+        if (name in view._evicted or name in registry._deferred) and view.is_deferred(name):
             view.auto_activate(name)
         tool, args = prepare(registry, name, raw)
-        view.lifecycle.record_use(name)
+        lifecycle = view.lifecycle
+        lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
         if name in registry._spawn_only:
-            return _spawn(registry, tool, args, ctx)
-        lock = view.lock
-        if tool.concurrency_class is _EXCLUSIVE:
+            result = _spawn(registry, tool, args, ctx)
+        elif locked:
+            result = await dispatch(tool, args, ctx, registry.default_timeout)
+        elif tool.concurrency_class is _EXCLUSIVE:
+            lock = view.lock
             await lock.acquire_write()
             try:
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
             finally:
                 lock.release_write()
         else:
-            await lock.acquire_read()
+            lock = view.lock
+            if not lock.try_acquire_read():
+                await lock.acquire_read()
             try:
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
             finally:
@@ -162,7 +178,12 @@ def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool,
     if tool is None:
         parse_arguments(raw, tool_name=name, limit=limit)  # a bad argument string first
         raise _unknown_tool(registry, name)
-    model = typed_model(tool)
+    cached = registry._models.get(name)
+    if cached is not None and cached[0] is tool:
+        model = cached[1]
+    else:
+        model = typed_model(tool)
+        registry._models[name] = (tool, model)
     if model is not None:
         return tool, _typed_arguments(model, name, raw, limit)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
@@ -177,32 +198,15 @@ def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool,
 
 def _typed_arguments(model: type[ToolArgs], name: str, raw: RawArguments, limit: int) -> ToolArgs:
     if type(raw) is str and len(raw) <= _FAST_JSON_CHARS and raw.isascii() and "\\u" not in raw:
-        if len(raw) > limit:
-            parse_arguments(raw, tool_name=name, limit=limit)  # raises args_too_large
-        try:
-            return model.model_validate_json(raw)
-        except ValidationError as exc:
-            if not _not_an_object(exc):
-                raise format_validation_error(exc, name) from None
-        # not JSON, or not an object: the parser below says exactly what is wrong
+        # ASCII without escapes: no lone surrogate, no integer Python refuses; under the
+        # limit unless the limit itself is tiny. Straight from JSON into the model.
+        if len(raw) <= limit:
+            try:  # model_validate_json without its Python wrapper
+                return model.__pydantic_validator__.validate_json(raw)  # type: ignore[no-any-return]
+            except ValidationError:
+                pass  # the rules below say exactly what is wrong (or apply a leniency)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
-    try:
-        return model.model_validate(parsed)
-    except ValidationError as exc:
-        raise format_validation_error(exc, name) from None
-
-
-def _not_an_object(exc: ValidationError) -> bool:
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        if not err["loc"] and err["type"] in (
-            "json_invalid",
-            "model_type",
-            "model_attributes_type",
-        ):
-            return True
-        if err["type"] == "json_invalid":
-            return True
-    return False
+    return validate_arguments_of(model, parsed, name)
 
 
 def _unknown_tool(registry: ToolRegistry, name: str) -> ToolError:
@@ -238,34 +242,23 @@ def _finish(coro: Any, pending: Any) -> Generator[Any, Any, Any]:
                 return stop.value
 
 
-async def _run_with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
-    """Await ``awaitable`` with at most one timeout (seconds; ``None``: none).
+async def _finish_with_timeout(coro: Any, pending: Any, timeout: float | None) -> Any:
+    """Finish a coroutine whose first step yielded ``pending``, with at most one timeout
+    (seconds; ``None``: none).
 
-    On asyncio, the coroutine's first step runs at once; a tool that finishes without
-    waiting (most calls of a fast tool) costs no timer at all. Otherwise one
-    ``loop.call_at`` timer cancels the task at the deadline and the cancellation is turned
-    into :class:`TimeoutError` (what :func:`asyncio.timeout` does, without a cancel scope
-    on anyio's stack, so the tool's own scopes nest as written). Other backends use
-    :func:`anyio.fail_after`.
+    On asyncio one ``loop.call_at`` timer cancels the task at the deadline and the
+    cancellation is turned into :class:`TimeoutError` (what :func:`asyncio.timeout` does,
+    without a cancel scope on anyio's stack, so the tool's own scopes, entered during its
+    first step, nest as written).
 
     Raises:
         TimeoutError: at the deadline.
     """
     if timeout is None:
-        return await awaitable
-    send = getattr(awaitable, "send", None)
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    task = asyncio.current_task(loop) if loop is not None else None
-    if send is None or task is None or loop is None:
-        with anyio.fail_after(timeout):
-            return await awaitable
-    try:
-        pending = send(None)
-    except StopIteration as stop:
-        return stop.value
+        return await _finish(coro, pending)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task(loop)
+    assert task is not None
     expired = False
 
     def expire() -> None:
@@ -275,7 +268,7 @@ async def _run_with_timeout(awaitable: Awaitable[Any], timeout: float | None) ->
 
     handle = loop.call_at(loop.time() + timeout, expire)
     try:
-        result = await _finish(awaitable, pending)
+        result = await _finish(coro, pending)
     except asyncio.CancelledError:
         if expired and task.uncancel() == 0:
             raise TimeoutError from None
@@ -298,11 +291,26 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
     timeout = None if tool.blocks_on_human_input else (tool.timeout or default_timeout)
     token = _CURRENT.set(ctx)
     try:
-        if isinstance(args, BaseModel):
-            coro = tool.run(args, ctx)  # type: ignore[attr-defined]
-        else:
+        if type(args) is dict:  # a JSON-schema tool (or one validating by itself)
             coro = tool.execute_with_context(ctx, args)
-        result = await _run_with_timeout(coro, timeout)
+        else:  # an Args instance of a typed tool
+            coro = tool.run(args, ctx)  # type: ignore[attr-defined]
+        send = coro.send if type(coro) is types.CoroutineType else None
+        if send is None or (timeout is not None and _get_running_loop() is None):
+            if timeout is None:
+                result = await coro
+            else:
+                with anyio.fail_after(timeout):
+                    result = await coro
+        else:
+            # Run the first step at once: a tool that finishes without waiting (most
+            # calls of a fast tool) needs no timer at all.
+            try:
+                pending = send(None)
+            except StopIteration as stop:
+                result = stop.value
+            else:
+                result = await _finish_with_timeout(coro, pending, timeout)
     except ToolError as exc:
         return ToolResult.from_error(exc)
     except TimeoutError:
@@ -394,11 +402,15 @@ def post_process(registry: ToolRegistry, tool: Tool | None, result: ToolResult) 
     if registry.redact:
         if len(output) >= _REDACT_MIN_CHARS:
             output = redact_secrets(output)
-        if result.structured_metadata:
-            # The metadata reaches the model too (MCP structuredContent, CLI JSON).
-            meta = redact_value(result.structured_metadata)
-            if meta is not result.structured_metadata:
-                result = replace(result, structured_metadata=meta)
+        meta = result.structured_metadata
+        if meta:
+            for value in meta.values():
+                if type(value) not in _PLAIN:
+                    # The metadata reaches the model too (MCP structuredContent, CLI JSON).
+                    redacted = redact_value(meta)
+                    if redacted is not meta:
+                        result = replace(result, structured_metadata=redacted)
+                    break
     if output is not result.output:
         result = replace(result, output=output)
     return result

@@ -1,6 +1,7 @@
-"""Tool policies: allow / deny / require_tags with deny-wins semantics (seed §6.3).
+"""Tool policies: allow / deny / require_tags with deny-wins semantics (octos
+``crates/octos-agent/src/tools/policy.rs``).
 
-An entry of ``allow`` or ``deny`` is one of, tried in this order (reference §3.2):
+An entry of ``allow`` or ``deny`` is one of, tried in this order (octos ``policy.rs``):
 
 1. ``group:NAME``: a group of the registry's group table, matching its members. The table
    starts as :data:`GROUPS` (the octos table, ``crates/octos-agent/src/tools/policy.rs``);
@@ -99,6 +100,7 @@ GROUP_DESCRIPTIONS: dict[str, str] = {
 #: (Codex's name) is ``exec_command``.
 EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
     "spawn_agent": ("spawn_agent", "spawn"),
+    "delegate": ("delegate", "spawn_agent", "spawn"),
     "wait_agent": ("wait_agent", "read_task_output"),
     "bash": ("bash", "exec_command"),
 }
@@ -106,7 +108,10 @@ EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
 #: Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
 #: a deny entry naming the original denies the alias too, so an alias is never a way round
 #: a deny list (hard policies, and a call context's ``ToolPermissions``).
-DENY_ALIASES: Mapping[str, tuple[str, ...]] = {"bash": ("exec_command",)}
+DENY_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "bash": ("exec_command",),
+    "delegate": ("spawn_agent",),
+}
 
 
 def register_group(name: str, members: Iterable[str], description: str = "") -> None:
@@ -121,7 +126,7 @@ def register_group(name: str, members: Iterable[str], description: str = "") -> 
         description: a one-line description.
 
     Raises:
-        ValueError: if ``name`` does not start with ``group:`` or names a seed group.
+        ValueError: if ``name`` does not start with ``group:`` or names a group of the octos table.
     """
     if not name.startswith("group:"):
         raise ValueError(f"group names start with 'group:', got {name!r}")
@@ -170,7 +175,7 @@ class PolicyReason(str, Enum):
     ALLOWED_NO_ALLOW_LIST = "allowed_no_allow_list"
     ALLOWED_BY_ENTRY = "allowed_by_entry"
     POLICY_DENY = "policy_deny"
-    """Matched a ``deny`` entry (the seed's metric reason)."""
+    """Matched a ``deny`` entry (octos's metric reason)."""
     NOT_IN_ALLOW_LIST = "not_in_allow_list"
     MISSING_REQUIRED_TAG = "missing_required_tag"
 
@@ -200,7 +205,7 @@ class PolicyDecision:
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """Which tools may be used: ``allow``, ``deny`` and ``require_tags`` (seed §6.3).
+    """Which tools may be used: ``allow``, ``deny`` and ``require_tags`` (octos ``policy.rs``).
 
     Rules: deny always wins; an empty ``allow`` list allows everything not denied;
     ``require_tags``: a tool passes if it has no tags or shares one with the list.
@@ -338,7 +343,7 @@ class ToolPolicy:
 def resolve_provider_policy(
     by_provider: Mapping[str, ToolPolicy], provider: str | None, model: str | None
 ) -> tuple[str, ToolPolicy] | None:
-    """Pick the provider policy for a model (reference §3.7).
+    """Pick the provider policy for a model (octos ``crates/octos-cli/src/config.rs``).
 
     The key equal to the exact ``model`` id wins, then the key equal to ``provider``;
     no prefix matching.

@@ -27,7 +27,7 @@ concurrent :meth:`ToolSession.call` s).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
@@ -164,14 +164,14 @@ class ToolSession:
 
     # ------------------------------------------------------------------ calls
 
-    async def call(
+    def call(
         self,
         name: str,
         arguments: str | bytes | Mapping[str, Any] | None = None,
         *,
         tool_call_id: str = "",
         ctx: ToolContext | None = None,
-    ) -> ToolResult:
+    ) -> Coroutine[Any, Any, ToolResult]:
         """Run one tool call (an MCP ``tools/call``, one call of a batch) through the
         pipeline of :mod:`octos_tools.pipeline`, in this session.
 
@@ -184,12 +184,14 @@ class ToolSession:
                 ``session`` are set on a copy).
 
         Returns:
-            The result. Never raises for a bad call: failures are failed results.
+            A coroutine (``await session.call(...)``) whose value is the result. Never
+            raises for a bad call: failures are failed results. (A plain method returning
+            the pipeline's coroutine: one coroutine frame less per call.)
         """
         base = self.ctx if ctx is None else self.registry.context_for(ctx, self)
         if tool_call_id != base.tool_call_id:
             base = base.for_call(tool_call_id)
-        return await run_call(self.view, name, arguments, base)
+        return run_call(self.view, name, arguments, base)
 
     async def after_tool_calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         """Run one model turn's tool calls with
@@ -308,17 +310,30 @@ class ToolSession:
     # ------------------------------------------------------------------ teardown
 
     async def aclose(self) -> None:
-        """End the session: stop its listeners and detach its view from the registry.
+        """End the session: release what it started, stop its listeners and detach its view
+        from the registry.
 
-        The shared registry's tools (and their processes, connections, background tasks)
-        are closed only when the session owns the registry (``owns_registry=True``):
-        other sessions may still be using them. Idempotent.
+        Every tool of the registry gets :meth:`Tool.session_closed
+        <octos_tools.tool.Tool.session_closed>` with this session (command sessions and
+        browsers the session's calls started are closed there). The shared registry's
+        tools themselves (and their processes, connections, background tasks of other
+        sessions) are closed only when the session owns the registry
+        (``owns_registry=True``): other sessions may still be using them. Idempotent.
         """
         if self._closed:
             return
         self._closed = True
         self._listeners.clear()
         self.registry.detach_view(self.view)
+        seen: set[int] = set()
+        for tool in self.registry.tools():
+            if id(tool) in seen:
+                continue
+            seen.add(id(tool))
+            try:
+                await tool.session_closed(self)
+            except Exception:
+                logger.exception("tool %r failed to release a closed session", tool.name)
         if self.owns_registry:
             await self.registry.aclose()
 

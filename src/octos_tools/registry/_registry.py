@@ -22,6 +22,7 @@ from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
 from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
+from ..pipeline import run_call
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
 from ..tasks import TaskSupervisor
 from ..tool import ConcurrencyClass, Tool, ToolResult, ToolSpec
@@ -106,6 +107,8 @@ class ToolRegistry:
         self._group_descriptions: dict[str, str] = dict(GROUP_DESCRIPTIONS)
         self._group_of: dict[str, str | None] = {}
         self._verdicts: dict[str, PolicyDecision] = {}
+        # name -> (tool, its typed Args model or None): what the pipeline validates into
+        self._models: dict[str, tuple[Tool, Any]] = {}
         self._version = 0
         self._listeners: list[Callable[[ToolRegistry], None]] = []
         self._view = ToolView(
@@ -113,6 +116,7 @@ class ToolRegistry:
         )
         self._view.on_change = self._fire
         self._session_views: weakref.WeakSet[ToolView] = weakref.WeakSet()
+        self._base_ctx: ToolContext | None = None
 
     # ------------------------------------------------------------------ registration
 
@@ -678,8 +682,6 @@ class ToolRegistry:
             ctx: the call's :class:`~octos_tools.context.ToolContext` (a fresh one with this
                 registry's workspace when ``None``).
         """
-        from ..pipeline import run_call
-
         return await run_call(self._view, name, args, self.context_for(ctx))
 
     def context_for(self, ctx: ToolContext | None, session: Any = None) -> ToolContext:
@@ -687,6 +689,17 @@ class ToolRegistry:
         registry's workspace and session key where ``ctx`` has none; ``session`` (a
         :class:`~octos_tools.session.ToolSession` or ``None``) set as ``ctx.session``."""
         if ctx is None:
+            if session is None:  # the default view's calls share one context, as a session's
+                base = self._base_ctx
+                if (
+                    base is None
+                    or base.workspace is not self.workspace
+                    or base.session_key != self.session_key
+                ):
+                    base = self._base_ctx = ToolContext(
+                        workspace=self.workspace, session_key=self.session_key, registry=self
+                    )
+                return base
             return ToolContext(
                 workspace=self.workspace,
                 session_key=self.session_key,

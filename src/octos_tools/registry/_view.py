@@ -208,7 +208,17 @@ class ToolView:
         while neither the registry nor this view changes, so hosts can detect a change
         with ``is``; treat it as read-only.
         """
-        key = (self.registry._version, self._version)
+        registry = self.registry
+        default = registry._view
+        if (
+            self is not default
+            and not (self._activated or self._evicted or self._hidden)
+            and not (default._activated or default._evicted or default._hidden)
+        ):
+            # A session with no state of its own (a fresh one, a stateless HTTP request)
+            # sees the configured defaults: share the default view's cached list.
+            return default.specs()
+        key = (registry._version, self._version)
         specs = self._specs
         if specs is None or key != self._specs_key:
             owner = self.owner
