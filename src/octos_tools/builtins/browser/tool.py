@@ -233,7 +233,6 @@ class BrowserTool(TypedTool):
             closed = await self.close_session(key)
             return ToolResult.ok("Browser closed." if closed else "No browser was open.")
         self._check_args(args)
-        self._executable()
         session = await self._session(key)
         async with session.lock:
             start = len(session.fetcher.blocked)
@@ -369,7 +368,8 @@ class BrowserTool(TypedTool):
     ) -> None:
         """Raise the typed error a failed ``goto`` of ``current`` stands for, if known."""
         via = f" (redirected from {hops[0]})" if hops else ""
-        for entry in blocked:
+        if blocked:
+            entry = blocked[0]
             raise ToolError(
                 ErrorKind(entry.kind),
                 f"browser navigate: {entry.url}{via} refused: {entry.reason}",
