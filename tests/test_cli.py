@@ -127,7 +127,8 @@ def test_tools_json(ws: Path) -> None:
     by_name = {row["name"]: row for row in data["tools"]}
     assert by_name["read_file"]["state"] == "visible"
     assert by_name["read_file"]["group"] == "group:fs"
-    assert by_name["exec_command"]["state"] == "deferred"
+    assert by_name["exec_command"]["state"] == "visible"  # the default profile lists it
+    assert by_name["shell"]["state"] == "deferred"
     assert data["first_request_tokens"] > 0 and "tokenizer" in data
 
 

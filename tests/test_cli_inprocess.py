@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from octos_tools.builtins import MISSING_EXTRAS
 from octos_tools.cli import app
-from octos_tools.tokens import TOKENIZER_NAME, count_tokens
+from octos_tools.tokens import count_tokens
 
 
 @pytest.fixture
@@ -30,14 +30,15 @@ def test_tools_tokens_table_and_total(ws: Path) -> None:
     result = CliRunner().invoke(app, ["tools", "--tokens", "--workspace", str(ws)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "tokens" in out and TOKENIZER_NAME in out
     line = next(x for x in out.splitlines() if x.startswith("first request:"))
     data = json.loads(CliRunner().invoke(app, ["tools", "--json", "--workspace", str(ws)]).stdout)
+    assert "tokens" in out and data["tokenizer"] in " ".join(out.split())
     total = data["first_request_tokens"]
     assert f"{total} tokens" in line
     visible = [row for row in data["tools"] if row["state"] == "visible"]
     assert f"in {len(visible)} visible specs" in line
-    assert total == sum(row["tokens"] for row in visible)
+    # the total is the whole list's JSON (brackets and commas too): a few tokens more
+    assert abs(total - sum(row["tokens"] for row in visible)) <= len(visible) + 2
     assert all(row["tokens"] is None for row in data["tools"] if row["state"] != "visible")
 
 

@@ -13,7 +13,7 @@ from octos_tools.config import Config, LifecycleConfig
 from octos_tools.errors import ErrorKind
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.policy import ToolPolicy
-from octos_tools.profile import apply_deferral, apply_policies, build_registry
+from octos_tools.profile import DEFAULT_LISTED, apply_deferral, apply_policies, build_registry
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
 from octos_tools.workspace import Workspace
@@ -30,7 +30,7 @@ def _big_registry(tmp_path: Path, config: Config | None = None) -> ToolRegistry:
     registry = ToolRegistry(
         workspace,
         lifecycle=ToolLifecycle(
-            config.lifecycle.max_active, config.lifecycle.idle_threshold, config.base_tools
+            config.lifecycle.max_active, config.lifecycle.idle_threshold, DEFAULT_LISTED
         ),
         session_key="host",
     )
@@ -53,31 +53,44 @@ def _big_registry(tmp_path: Path, config: Config | None = None) -> ToolRegistry:
     return registry
 
 
-def test_first_request_holds_at_most_max_active_plus_activate_tools(tmp_path: Path) -> None:
+def test_first_request_lists_the_default_set_and_defers_the_rest(tmp_path: Path) -> None:
     registry = _big_registry(tmp_path)
     assert len(registry) == TOTAL_TOOLS
     names = registry.visible_names()
-    assert "activate_tools" in names
-    assert len([n for n in names if n != "activate_tools"]) <= 15
-    for base in ("read_file", "grep", "tool_search", "read_task_output"):
-        assert base in names
-    for deferred in ("exec_command", "web_fetch", "spawn_agent", "barcode_scanner"):
+    assert len(names) <= registry.lifecycle.max_active
+    assert [n for n in names if n in DEFAULT_LISTED] == [
+        n for n in registry.names() if n in DEFAULT_LISTED
+    ]
+    assert set(DEFAULT_LISTED) <= set(names)
+    # your own tools fill the remaining slots in registration order, the rest is deferred
+    extras = [n for n in registry.names() if n.startswith("extra_")]
+    assert [n for n in names if n not in DEFAULT_LISTED] == extras[: 15 - len(DEFAULT_LISTED)]
+    for deferred in (
+        "activate_tools",
+        "tool_suggest",
+        "shell",
+        "bash",
+        "diff_edit",
+        "web_fetch",
+        "spawn_agent",
+        "read_task_output",
+        "barcode_scanner",
+    ):
         assert deferred in registry
-        assert registry.is_deferred(deferred)
+        assert registry.is_deferred(deferred), deferred
         assert deferred not in names
 
 
 @pytest.mark.anyio
-async def test_calling_a_deferred_exec_command_runs_and_shows_its_group(tmp_path: Path) -> None:
+async def test_calling_a_deferred_alias_runs_and_shows_its_group(tmp_path: Path) -> None:
     registry = _big_registry(tmp_path)
     try:
-        assert registry.is_deferred("exec_command")
-        result = await registry.execute("exec_command", {"cmd": "echo deferred-ok"})
+        assert registry.is_deferred("shell")
+        result = await registry.execute("shell", {"command": "echo deferred-ok"})
         assert result.success, result.output
         assert "deferred-ok" in result.output
         visible = registry.visible_names()
         for name in ("shell", "exec_command", "write_stdin", "bash"):
-            assert name in registry
             assert name in visible
     finally:
         await registry.aclose()
@@ -91,15 +104,15 @@ async def test_ten_idle_requests_evict_unused_non_base_tools_back_to_the_limit(
     session = ToolSession(registry)
     try:
         session.before_model_request()
-        result = await session.call("activate_tools", {"tools": ["web_fetch", "exec_command"]})
+        result = await session.call("activate_tools", {"tools": ["web_fetch", "spawn_agent"]})
         assert result.success
-        grown = registry.active_names()
+        grown = session.view.active_names()
         assert len(grown) > registry.lifecycle.max_active
         evicted: list[str] = []
         for _ in range(10):
             specs = session.before_model_request()
             evicted += session.evicted
-        active = registry.active_names()
+        active = session.view.active_names()
         base = registry.lifecycle.base_tools
         assert len(active) == registry.lifecycle.max_active
         assert len(specs) <= registry.lifecycle.max_active
@@ -107,7 +120,7 @@ async def test_ten_idle_requests_evict_unused_non_base_tools_back_to_the_limit(
         assert not set(evicted) & base
         for name in base:
             assert name in registry
-            assert not registry.is_deferred(name)
+            assert not session.is_deferred(name)
     finally:
         await registry.aclose()
 
@@ -172,12 +185,35 @@ def test_overflow_keeps_base_tools_and_registration_order(tmp_path: Path) -> Non
     config = Config(lifecycle=LifecycleConfig(max_active=4))
     deferred = apply_deferral(registry, config)
     assert deferred == ["d", "e", "f"]
-    assert registry.visible_names() == ["a", "b", "c", "z_base", "activate_tools"]
+    assert registry.visible_names() == ["a", "b", "c", "z_base"]
+    assert registry.is_deferred("activate_tools")
 
 
-def test_build_registry_default_profile_defers_and_adds_activate_tools(tmp_path: Path) -> None:
+def test_build_registry_default_profile_lists_the_default_set(tmp_path: Path) -> None:
     registry = build_registry(Config(), tmp_path)
     names = registry.visible_names()
-    assert "activate_tools" in names
-    assert len([n for n in names if n != "activate_tools"]) <= 15
-    assert registry.deferred_names()
+    assert names == [n for n in registry.names() if n in DEFAULT_LISTED]
+    assert set(names) == set(DEFAULT_LISTED)
+    assert "activate_tools" in registry and registry.is_deferred("activate_tools")
+    assert registry.lifecycle.base_tools == set(DEFAULT_LISTED)
+    # every other tool is deferred, none denied: all of them reachable
+    assert sorted(set(registry.names()) - set(names)) == registry.deferred_names()
+
+
+def test_no_defer_override_lists_everything(tmp_path: Path) -> None:
+    registry = build_registry(Config(), tmp_path, defer=False)
+    assert registry.deferred_names() == []
+    assert registry.visible_names() == registry.names()
+    assert "activate_tools" not in registry
+    off = build_registry(Config(lifecycle=LifecycleConfig(defer=False)), tmp_path)
+    assert off.visible_names() == registry.visible_names()
+
+
+def test_configured_deferred_groups_and_base_tools_are_honoured(tmp_path: Path) -> None:
+    config = Config.from_mapping(
+        {"deferred_groups": ["group:search"], "base_tools": ["read_file", "web_fetch"]}
+    )
+    registry = build_registry(config, tmp_path)
+    for name in ("glob", "grep", "list_dir"):
+        assert registry.is_deferred(name)
+    assert "web_fetch" in registry.visible_names()  # a base tool is never deferred

@@ -42,7 +42,8 @@ from .policy import first_group_of, resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
-    from .tool import ToolResult
+    from .tokens import TokenReport
+    from .tool import ToolResult, ToolSpec
 
 __all__ = ["app", "main"]
 
@@ -274,14 +275,17 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .session import ToolSession
+
+        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
-                    registry.execute(tool, raw), tool, json_output
+                    session.call(tool, raw), tool, json_output
                 )
             return result
         finally:
-            await registry.aclose()
+            await session.aclose()
 
     started = time.perf_counter()
     try:
@@ -366,14 +370,26 @@ def tools(
     tokens: Annotated[
         bool, typer.Option("--tokens", help="Show the tokens of each visible spec and the total.")
     ] = False,
+    encoding: Annotated[
+        str,
+        typer.Option(
+            "--encoding", help="Vocabulary of the token counts: o200k_base or cl100k_base."
+        ),
+    ] = "o200k_base",
     read_only: ReadOnlyOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """List every tool: group, tags, class, state (visible, deferred, hidden, denied)."""
+    """List every tool: group, tags, class, state (visible, deferred, hidden, denied).
+
+    Token counts are of what a host forwards (compact JSON of name, description and
+    parameters), exact with the ``tokens`` extra, else an estimate labelled as one.
+    """
     from .builtins import MISSING_EXTRAS
     from .plugins import tool_origins
-    from .tokens import TOKENIZER_NAME, count_tokens
+    from .tokens import ENCODINGS
 
+    if encoding not in ENCODINGS:
+        _usage_error(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}")
     cfg = _load(config, read_only)
     registry = _registry(cfg, workspace)
     if cfg.mcp_servers:
@@ -383,55 +399,18 @@ def tools(
                 pass
 
         anyio.run(mount_once)
-    rows: list[dict[str, Any]] = []
-    total = 0
-    visible_specs = {spec.name: spec for spec in registry.specs()}  # the request's own specs
-    for name in registry.names():
-        tool = registry.get(name)
-        assert tool is not None
-        decision = registry.evaluate(name)
-        if not decision.allowed:
-            state = "denied"
-        elif registry.is_deferred(name):
-            state = "deferred"
-        elif name in visible_specs:
-            state = "visible"
-        else:
-            state = "hidden"
-        spec_tokens = None
-        if state == "visible":
-            spec = visible_specs[name]
-            spec_tokens = count_tokens(json.dumps(spec.to_openai(), ensure_ascii=False))
-            total += spec_tokens
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tool.tags),
-                "class": tool.concurrency_class.value,
-                "state": state,
-                "spawn_only": registry.is_spawn_only(name),
-                "tokens": spec_tokens,
-            }
-        )
-    for name, (cls, tags) in registry.removed_by_policy().items():
-        rows.append(
-            {
-                "name": name,
-                "group": first_group_of(name),
-                "tags": list(tags),
-                "class": cls.value,
-                "state": "denied",
-                "spawn_only": False,
-                "tokens": None,
-            }
-        )
+    specs = registry.specs()  # the request's own specs, in request order
+    report = _token_report(specs, encoding) if tokens or json_output else None
+    rows = _tool_rows(registry, {s.name for s in specs}, report)
     missing = [{"name": n, "extra": e} for n, e in sorted(MISSING_EXTRAS.items())]
     anyio.run(registry.aclose)
     if json_output:
+        assert report is not None
         data: dict[str, Any] = {"tools": rows, "missing": missing}
-        data["first_request_tokens"] = total
-        data["tokenizer"] = TOKENIZER_NAME
+        data["first_request_tokens"] = report.total
+        data["tokenizer"] = report.label
+        data["encoding"] = report.encoding
+        data["exact"] = report.exact
         _write_stdout(json.dumps(data, indent=2) + "\n")
         return
     origins = tool_origins(registry)
@@ -460,10 +439,10 @@ def tools(
         body.append(cells)
     title = f"octos-tools: {len(registry)} tools registered"
     footer: list[str] = []
-    if tokens:
+    if tokens and report is not None:
         footer.append(
-            f"first request: {total} tokens in {len(registry.specs())} visible specs "
-            f"(OpenAI tool format; tokenizer: {TOKENIZER_NAME})"
+            f"first request: {report.total} tokens in {len(specs)} visible specs "
+            f"(compact JSON of name, description, parameters; tokenizer: {report.label})"
         )
     for item in missing:
         footer.append(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
@@ -515,6 +494,56 @@ def _print_table(
         lines.append("  ".join(parts).rstrip())
     lines.extend(footer)
     _write_stdout("\n".join(lines) + "\n")
+
+
+def _token_report(specs: list[ToolSpec], encoding: str) -> TokenReport:
+    from .tokens import measure_specs
+
+    return measure_specs(specs, encoding)
+
+
+def _tool_rows(
+    registry: ToolRegistry, visible: set[str], report: TokenReport | None
+) -> list[dict[str, Any]]:
+    """One row per registered tool, then one per tool a hard policy removed."""
+    rows: list[dict[str, Any]] = []
+    for name in registry.names():
+        tool = registry.get(name)
+        assert tool is not None
+        decision = registry.evaluate(name)
+        if not decision.allowed:
+            state = "denied"
+        elif registry.is_deferred(name):
+            state = "deferred"
+        elif name in visible:
+            state = "visible"
+        else:
+            state = "hidden"
+        count = report.per_tool.get(name) if report is not None and state == "visible" else None
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tool.tags),
+                "class": tool.concurrency_class.value,
+                "state": state,
+                "spawn_only": registry.is_spawn_only(name),
+                "tokens": count,
+            }
+        )
+    for name, (cls, tags) in registry.removed_by_policy().items():
+        rows.append(
+            {
+                "name": name,
+                "group": first_group_of(name),
+                "tags": list(tags),
+                "class": cls.value,
+                "state": "denied",
+                "spawn_only": False,
+                "tokens": None,
+            }
+        )
+    return rows
 
 
 @policy_app.command("explain")
@@ -682,31 +711,53 @@ def serve(
     allow_remote: Annotated[
         bool,
         typer.Option(
-            "--allow-remote", help="HTTP: allow binding a non-loopback address (no auth!)."
+            "--allow-remote",
+            help="HTTP: allow a non-loopback address; needs a bearer token "
+            "(OCTOS_TOOLS_MCP_TOKEN or serve.auth_token_file).",
         ),
+    ] = False,
+    no_defer: Annotated[
+        bool,
+        typer.Option("--no-defer", help="List every tool from the start (nothing deferred)."),
     ] = False,
     read_only: ReadOnlyOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
-    from .mcp.server import bind_socket, is_loopback, run_server
+    from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
+    from .mcp.http import bind_socket
+    from .mcp.server import run_server
 
     if transport not in ("stdio", "http"):
         _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
+    cfg = _load(config, read_only)
+    if no_defer or not cfg.serve.defer:
+        cfg = cfg.model_copy(
+            update={"lifecycle": cfg.lifecycle.model_copy(update={"defer": False})}
+        )
+    token: str | None = None
     if transport == "http":
         if not 0 <= port <= 65535:
             _usage_error(f"--port must be between 0 and 65535, not {port}")
         if not is_loopback(host):
             if not allow_remote:
                 _usage_error(
-                    f"refusing to bind {host!r}: it is not a loopback address. The server has "
-                    "no authentication; pass --allow-remote to bind it anyway."
+                    f"refusing to bind {host!r}: it is not a loopback address. Pass "
+                    "--allow-remote (a bearer token is then required) to bind it anyway."
                 )
-            _warn(
-                f"binding {host}:{port} - any host that can reach it can run these tools in "
-                "the workspace (no authentication)."
-            )
-    cfg = _load(config, read_only)
+            try:
+                token = load_token(cfg.serve.auth_token_file)
+            except ConfigError as exc:
+                _usage_error(str(exc))
+            if token is None:
+                _usage_error(
+                    f"refusing to bind {host!r} without authentication: set {TOKEN_ENV} "
+                    "or serve.auth_token_file in the config."
+                )
+            try:
+                transport_security(host, allowed_hosts=cfg.serve.allowed_hosts)
+            except ConfigError as exc:
+                _usage_error(str(exc))
     registry = _registry(cfg, workspace)
     sock = None
     if transport == "http":
@@ -726,6 +777,11 @@ def serve(
                     read_only=cfg.read_only,
                     sock=sock,
                     exit_on_signal=True,
+                    evict=cfg.serve.evict,
+                    token=token,
+                    allowed_hosts=cfg.serve.allowed_hosts,
+                    allowed_origins=cfg.serve.allowed_origins,
+                    max_message_bytes=max(4 * 1024 * 1024, 2 * cfg.limits.max_args_bytes),
                 )
         finally:
             with anyio.CancelScope(shield=True):

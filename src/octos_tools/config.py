@@ -43,6 +43,7 @@ __all__ = [
     "LimitsConfig",
     "McpServerConfig",
     "PolicyConfig",
+    "ServeConfig",
     "ShellConfig",
     "WebConfig",
     "WebSearchProviderConfig",
@@ -254,6 +255,37 @@ class ImageConfig(_Model):
     max_file_bytes: int = Field(50_000_000, ge=1024, le=1_000_000_000)
 
 
+# ---------------------------------------------------------------- serve (MCP server)
+# Added by the mcp engineer (issue 11): settings of ``octos-tools serve`` only.
+
+
+class ServeConfig(_Model):
+    """Settings of ``octos-tools serve`` (the MCP server).
+
+    Attributes:
+        auth_token_file: a file whose first line is the bearer token a remote bind
+            (``--allow-remote``) requires; the ``OCTOS_TOOLS_MCP_TOKEN`` environment variable
+            wins over it. Never put the token itself in the config or on the command line.
+        allowed_hosts: ``Host`` header values a remote bind accepts (``name`` or
+            ``name:port``); the bound address is always accepted unless it is a wildcard.
+        allowed_origins: browser ``Origin`` values accepted (e.g. ``https://app.example``);
+            requests without ``Origin`` (not from a browser) are not affected.
+        evict: let the LRU evict idle tools after calls (an MCP server sees no model turns,
+            so by default nothing is evicted); never on a ``tools/list``.
+        defer: defer the low-use groups from the first ``tools/list`` (``false`` is
+            ``--no-defer``: everything listed).
+    """
+
+    auth_token_file: str | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    evict: bool = False
+    defer: bool = True
+
+
+# ---------------------------------------------------------------- the whole file
+
+
 class Config(_Model):
     """The whole configuration file (see docs/configuration.md).
 
@@ -271,6 +303,7 @@ class Config(_Model):
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
+        serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
     """
 
     workspace: str | None = None
@@ -289,6 +322,7 @@ class Config(_Model):
     image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     plugins: list[str] = Field(default_factory=list)
+    serve: ServeConfig = Field(default_factory=ServeConfig)  # type: ignore[arg-type]
 
     @field_validator("workspace")
     @classmethod

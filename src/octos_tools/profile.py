@@ -1,9 +1,17 @@
 """Host profile: build a ready registry from a :class:`~octos_tools.config.Config`.
 
 One place decides how a host (the CLI, the MCP server, the agent loop) assembles its
-registry, in octos's order (reference §3.6): builtins → hard ``tool_policy`` (and the
-read-only preset) → ``context_filter`` → provider policy → deferral of low-use groups when
-more than ``max_active`` tools are visible (seed §6.2.5 side bar).
+registry, in octos's order: builtins → hard ``tool_policy`` (and the read-only preset) →
+``context_filter`` → provider policy → deferral.
+
+Deferral (on unless ``lifecycle.defer`` is false, or ``build_registry(defer=False)`` for
+``serve --no-defer``) lists :data:`DEFAULT_LISTED`, what a coding agent uses on most
+requests, and defers every other tool: web, sub-agents and sessions, media, the command
+aliases ``shell`` / ``bash``, ``diff_edit`` (``edit_file`` and ``apply_patch`` cover it for
+fewer tokens), ``tool_suggest`` / ``activate_tools`` (``tool_search`` does their job) and
+``read_task_output`` / ``request_user_input`` (hosts list them when they can work). A
+deferred tool stays callable by name (the call loads it) and ``tool_search`` finds it, so
+the first request stays the same size however many tools are registered or mounted.
 """
 
 from __future__ import annotations
@@ -14,14 +22,40 @@ from typing import TYPE_CHECKING
 
 from .config import Config
 from .lifecycle import ToolLifecycle
-from .policy import ToolPolicy, resolve_provider_policy
+from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
 from .tool import ConcurrencyClass
 
 if TYPE_CHECKING:
     from .workspace import Workspace
 
-__all__ = ["apply_deferral", "build_registry", "read_only_policy"]
+__all__ = [
+    "DEFAULT_LISTED",
+    "apply_deferral",
+    "apply_policies",
+    "build_registry",
+    "deferral_enabled",
+    "read_only_policy",
+]
+
+DEFAULT_LISTED: tuple[str, ...] = (
+    "read_file",
+    "write_file",
+    "edit_file",
+    "apply_patch",
+    "glob",
+    "grep",
+    "list_dir",
+    "exec_command",
+    "write_stdin",
+    "update_plan",
+    "git",
+    "code_structure",
+    "tool_search",
+)
+"""Built-in tools the default profile lists on every request (in registration order on the
+wire); every other built-in tool is deferred. :func:`build_registry` makes them the LRU's
+base tools (never evicted) unless the configuration sets ``base_tools``."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
@@ -31,40 +65,67 @@ def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
     )
 
 
-def apply_deferral(registry: ToolRegistry, config: Config) -> list[str]:
-    """Defer ``config.deferred_groups`` when more than ``max_active`` tools are visible.
+def deferral_enabled(config: Config, defer: bool | None = None) -> bool:
+    """Whether deferral applies: ``defer`` when given (``serve --no-defer`` passes
+    ``False``), else ``config.lifecycle.defer``."""
+    return config.lifecycle.defer if defer is None else defer
 
-    If more than ``max_active`` tools (``activate_tools`` not counted) are still visible
-    after that, the overflow is deferred too: base tools and spawn-only tools stay, the
-    other tools are kept in registration order while slots remain and the rest deferred.
-    The first request then shows at most ``max_active`` tools plus ``activate_tools``
-    (unless the base tools alone are more), which the LRU would reach after
-    ``idle_threshold`` requests anyway (seed §6.2.3: first request small, every tool one
-    call away).
 
-    Registers ``activate_tools`` when something was deferred (and the discovery family
-    provides it). Returns the names deferred.
+def _is_builtin(registry: ToolRegistry, name: str) -> bool:
+    tool = registry.get(name)
+    return tool is not None and type(tool).__module__.startswith("octos_tools.builtins.")
+
+
+def _register_activate_tools(registry: ToolRegistry) -> None:
+    try:
+        from .builtins.discovery import ActivateToolsTool
+    except ImportError:  # the discovery family is not installed in this build
+        return
+    registry.register(ActivateToolsTool())
+    registry.defer(["activate_tools"])
+
+
+def apply_deferral(
+    registry: ToolRegistry, config: Config, *, defer: bool | None = None
+) -> list[str]:
+    """Defer the built-in tools that are not in :data:`DEFAULT_LISTED`, when more than
+    ``lifecycle.max_active`` tools are visible.
+
+    * Built-in tools outside :data:`DEFAULT_LISTED` are deferred; so are the members of
+      ``config.deferred_groups`` when the configuration sets that key itself.
+    * Other tools (yours, registered before this call) stay listed while fewer than
+      ``max_active`` are: the overflow is deferred in registration order.
+    * LRU base tools and spawn-only tools are never deferred.
+    * ``activate_tools`` is registered (deferred: callable, not listed) when something was
+      deferred.
+
+    Args:
+        registry: the registry, tools registered.
+        config: the configuration.
+        defer: override ``config.lifecycle.defer`` (see :func:`deferral_enabled`).
+
+    Returns:
+        The names deferred, in registration order.
     """
     max_active = config.lifecycle.max_active
-    if not config.lifecycle.defer or len(registry.specs()) <= max_active:
+    if not deferral_enabled(config, defer) or len(registry.specs()) <= max_active:
         return []
-    deferred: list[str] = []
-    for group in config.deferred_groups:
-        deferred.extend(registry.defer_group(group))
-    visible = [n for n in registry.visible_names() if n != "activate_tools"]
+    base = registry.lifecycle.base_tools
+    keep = set(DEFAULT_LISTED) | base
+    targets = [n for n in registry.names() if n not in keep and _is_builtin(registry, n)]
+    if "deferred_groups" in config.model_fields_set:
+        for group in config.deferred_groups:
+            targets.extend(n for n in group_members(group) if n not in base)
+    deferred = registry.defer(targets)
+    visible = registry.visible_names()
     if len(visible) > max_active:
-        base = registry.lifecycle.base_tools
-        pinned = [n for n in visible if n in base or registry.is_spawn_only(n)]
+        pinned = [n for n in visible if n in keep or registry.is_spawn_only(n)]
         others = [n for n in visible if n not in pinned]
         deferred.extend(registry.defer(others[max(max_active - len(pinned), 0) :]))
-    if deferred:
-        try:
-            from .builtins.discovery import ActivateToolsTool
-        except ImportError:  # the discovery family is not installed in this build
-            return deferred
-        if "activate_tools" not in registry:
-            registry.register(ActivateToolsTool())
-    return deferred
+    if deferred and "activate_tools" not in registry:
+        _register_activate_tools(registry)
+    order = {n: i for i, n in enumerate(registry.names())}
+    return sorted(dict.fromkeys(deferred), key=lambda n: order.get(n, len(order)))
 
 
 def build_registry(
@@ -73,6 +134,7 @@ def build_registry(
     *,
     session_key: str | None = None,
     builtins: bool = True,
+    defer: bool | None = None,
 ) -> ToolRegistry:
     """Build the registry a host serves.
 
@@ -82,6 +144,8 @@ def build_registry(
             ``config.workspace``, else the current directory.
         session_key: the session the registry serves.
         builtins: register the built-in tools.
+        defer: override ``config.lifecycle.defer`` (``False`` lists every tool: ``serve
+            --no-defer``); see :func:`apply_deferral`.
 
     Raises:
         PathError: if the workspace root does not exist or is not a directory.
@@ -92,11 +156,11 @@ def build_registry(
     if workspace is None:
         workspace = config.workspace or os.getcwd()
     ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace))
+    # the listed tools are the LRU's base tools unless the configuration names its own
+    base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(
         ws,
-        lifecycle=ToolLifecycle(
-            config.lifecycle.max_active, config.lifecycle.idle_threshold, config.base_tools
-        ),
+        lifecycle=ToolLifecycle(config.lifecycle.max_active, config.lifecycle.idle_threshold, base),
         max_args_size=config.limits.max_args_bytes,
         default_timeout=config.limits.tool_timeout_secs,
         max_output_bytes=config.limits.max_output_bytes,
@@ -111,13 +175,13 @@ def build_registry(
 
         load_plugins(registry, ws, config)
     apply_policies(registry, config)
-    apply_deferral(registry, config)
+    apply_deferral(registry, config, defer=defer)
     return registry
 
 
 def apply_policies(registry: ToolRegistry, config: Config) -> None:
     """Apply the read-only preset, ``tool_policy``, ``context_filter`` and the provider
-    policy of ``config`` to ``registry`` (reference §3.6 order)."""
+    policy of ``config`` to ``registry`` (octos's order)."""
     if config.read_only:
         registry.apply_policy(read_only_policy(registry), source="read-only mode")
     registry.apply_policy(config.tool_policy.to_policy())

@@ -191,14 +191,14 @@ async def test_a_deferred_tool_called_by_the_model_activates_its_group(
     dialect: Dialect, server: FakeModelServer, workspace: Path
 ) -> None:
     registry = build_registry(workspace=workspace)
-    assert registry.is_deferred("exec_command")
+    assert registry.is_deferred("shell")  # the default profile lists exec_command instead
     server.script(
-        dialect.calls_reply([("x1", "exec_command", {"cmd": "echo hi-from-shell"})]),
+        dialect.calls_reply([("x1", "shell", {"command": "echo hi-from-shell"})]),
         dialect.text_reply("ran it"),
     )
+    runtime = [n for n in GROUPS["group:runtime"] if n in registry and registry.is_deferred(n)]
     result = await _run(dialect, server, registry, "run echo")
     first, second = (dialect.tool_names(b) for b in server.bodies)
-    runtime = [n for n in GROUPS["group:runtime"] if n in registry]
     assert runtime and not set(runtime) & set(first)
     assert set(runtime) <= set(second)
     [(call_id, content, is_error)] = dialect.results(server.bodies[1])

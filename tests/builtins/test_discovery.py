@@ -15,7 +15,11 @@ from octos_tools.builtins.discovery import (
     DISCOVERY_TOOLS,
     MAX_OUTPUT_BYTES,
     ActivateToolsTool,
+    Document,
+    hints_of,
+    rank,
     score_catalog,
+    task_output,
     tokenize,
 )
 from octos_tools.context import ToolContext
@@ -84,22 +88,14 @@ def _activate_description(registry: ToolRegistry) -> str:
     return next(s.description for s in registry.specs() if s.name == "activate_tools")
 
 
-def test_activate_tools_description_lists_deferred_names() -> None:
+def test_activate_tools_description_never_lists_deferred_names() -> None:
     registry = _registry()
     text = _activate_description(registry)
+    assert text == ActivateToolsTool.description
     for name in ("exec_command", "shell", "web_fetch", "web_search", "write_stdin"):
-        assert name in text
-    assert "read_file" not in text.split("deferred tools")[1]
-
-
-def test_activate_tools_description_omits_denied_and_plain_when_none_deferred() -> None:
-    registry = _registry()
-    registry.set_provider_policy(ToolPolicy(deny=["web_fetch"]))
-    assert "web_fetch" not in _activate_description(registry)
-    assert "web_search" in _activate_description(registry)
+        assert name not in text
     registry.activate("group:runtime")
-    registry.activate("group:web")
-    assert _activate_description(registry) == ActivateToolsTool.description
+    assert _activate_description(registry) == text
 
 
 @pytest.mark.anyio
@@ -186,8 +182,8 @@ async def test_tool_search_finds_a_deferred_tool_by_a_description_word() -> None
     assert match["state"] == "deferred"
     assert match["group"] == "group:web"
     assert "load" not in match  # said once for the whole result, not per match
-    assert "activate_tools" in data["load"]
-    assert match["tags"] == ["web"]
+    assert "select:" in data["load"]
+    assert match["args"] == ["text?"]  # argument names (EchoTool: optional text) end in ?
     assert data["total"] == len(registry.catalog())
 
 
@@ -240,7 +236,7 @@ async def test_tool_search_load_hint_said_once_and_output_compact() -> None:
     data = _json(result)
     deferred = [m for m in data["matches"] if m["state"] == "deferred"]
     assert len(deferred) >= 2
-    assert result.output.count("activate_tools") == 1 and "load" in data
+    assert result.output.count("select:name") == 1 and "load" in data
     assert "\n" not in result.output and ", " not in result.output.split('"matches"')[0]
     assert result.output == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -302,9 +298,11 @@ async def test_discovery_tools_are_not_in_search_or_suggest_results() -> None:
     assert [m["name"] for m in data["matches"]] == ["tool_suggest"]
 
 
-def test_tokenize_splits_names_drops_stop_words_and_plurals() -> None:
+def test_tokenize_splits_names_drops_stop_words_and_stems() -> None:
     assert tokenize("exec_command") == ["exec", "command"]
-    assert tokenize("Search the files for queries") == ["search", "file", "query"]
+    assert tokenize("createIssue") == ["creat", "issu"]
+    assert tokenize("Search the files for queries") == ["search", "file", "queri"]
+    assert tokenize("running tests") == tokenize("run test")
 
 
 def test_score_prefers_rare_words_and_name_matches() -> None:
@@ -317,6 +315,51 @@ def test_score_prefers_rare_words_and_name_matches() -> None:
     assert {s.entry.name for s in scored} == {"alpha", "beta", "gamma"}
     assert score_catalog(registry.catalog(), "nothing") == []
     assert score_catalog(registry.catalog(), "gamma")[0].entry.name == "gamma"
+
+
+def test_rank_uses_stems_synonyms_hints_and_schema_words() -> None:
+    docs = [
+        Document("remove_entry", "Remove an entry from the list."),
+        Document("add_entry", "Add an entry to the list."),
+        Document("list_entries", "List entries.", params="state open closed"),
+        Document("mystery", "Does something.", hints=("telescope", "stars")),
+    ]
+
+    def top(query: str) -> str:
+        return docs[rank(docs, query)[0].index].name
+
+    assert top("deleting entries") == "remove_entry"  # delete ~ remove, entries ~ entry
+    assert top("create a new entry") == "add_entry"  # create/new ~ add
+    assert top("which entries are still closed") == "list_entries"  # an enum value
+    assert top("look at the stars") == "mystery"  # the tool's own search hints
+    assert rank(docs, "zebra") == []
+    assert rank(docs, "") == []
+    scored = rank(docs, "entry")
+    assert [s.score for s in scored] == sorted((s.score for s in scored), reverse=True)
+
+
+def test_hints_come_from_the_tool_else_the_builtin_table() -> None:
+    class Hinted(EchoTool):
+        search_hints = ("own", "words")
+
+    assert hints_of(Hinted("grep")) == ("own", "words")
+    assert "usages" in hints_of(EchoTool("grep"))
+    assert hints_of(EchoTool("unknown_tool")) == ()
+
+
+@pytest.mark.anyio
+async def test_select_loads_deferred_tools_into_the_registry_view() -> None:
+    registry = _registry()
+    assert registry.is_deferred("web_fetch") and registry.is_deferred("shell")
+    data = _json(await _call(registry, "tool_search", {"query": "select:web_fetch,grep,nope"}))
+    assert [m["name"] for m in data["matches"]] == ["web_fetch", "grep"]
+    assert data["loaded"] == ["web_fetch"]  # exactly the named tool, not its whole group
+    assert data["not_found"] == ["nope"]
+    assert data["matches"][0]["state"] == "active"
+    assert "web_fetch" in registry.visible_names()
+    assert registry.is_deferred("web_search") and registry.is_deferred("shell")
+    again = _json(await _call(registry, "tool_search", {"query": "select:web_fetch"}))
+    assert "loaded" not in again
 
 
 # ------------------------------------------------------------------------------ read_task_output
@@ -547,17 +590,17 @@ class _CountingReader(io.BytesIO):
 def test_tail_reads_only_the_end_of_a_large_log() -> None:
     log = b"".join(b"row %d\n" % i for i in range(1_000_000))  # about 10 MB
     fh = _CountingReader(log)
-    text = discovery._tail(fh, 3)
+    text = task_output._tail(fh, 3)
     assert text == "row 999997\nrow 999998\nrow 999999"
     assert fh.bytes_read < 200_000
     fh = _CountingReader(b"no newline at all " * 1000)
-    assert discovery._tail(fh, 5).endswith("all ")
+    assert task_output._tail(fh, 5).endswith("all ")
 
 
 def test_a_huge_line_is_cut_while_reading() -> None:
     fh = _CountingReader(b"x" * 5_000_000 + b"\nsecond\n")
-    lines = list(discovery._iter_lines(fh))
-    assert [len(x) for x in lines] == [discovery._MAX_LINE_SCAN, 6]
+    lines = list(task_output._iter_lines(fh))
+    assert [len(x) for x in lines] == [task_output._MAX_LINE_SCAN, 6]
     assert lines[1] == b"second"
 
 
@@ -565,3 +608,30 @@ def test_register_adds_three_tools_without_activate_tools(tmp_path: Path) -> Non
     registry = ToolRegistry()
     discovery.register(registry, Workspace(tmp_path), _config())
     assert registry.names() == ["tool_search", "tool_suggest", "read_task_output"]
+
+
+@pytest.mark.anyio
+async def test_discovery_acts_on_the_calling_session_only(tmp_path: Path) -> None:
+    from octos_tools.profile import build_registry
+    from octos_tools.session import ToolSession
+
+    if not hasattr(ToolSession, "is_deferred"):
+        pytest.skip("per-session activation state comes with the core branch's ToolSession")
+    registry = build_registry(_config(), tmp_path)
+    a, b = ToolSession(registry), ToolSession(registry)
+    try:
+        data = _json(await a.call("tool_search", {"query": "select:web_fetch"}))
+        assert data["loaded"] == ["web_fetch"]
+        assert data["matches"][0]["state"] == "active"
+        assert not a.is_deferred("web_fetch")
+        assert b.is_deferred("web_fetch") and registry.is_deferred("web_fetch")
+        assert "web_fetch" in [s.name for s in a.before_model_request()]
+        assert "web_fetch" not in [s.name for s in b.before_model_request()]
+        seen_by_b = _json(await b.call("tool_search", {"query": "fetch a web page"}))
+        states = {m["name"]: m["state"] for m in seen_by_b["matches"]}
+        assert states["web_fetch"] == "deferred"
+        loaded = await b.call("activate_tools", {"tools": ["spawn_agent"]})
+        assert loaded.success and "spawn_agent" in loaded.output
+        assert not b.is_deferred("spawn_agent") and a.is_deferred("spawn_agent")
+    finally:
+        await registry.aclose()

@@ -16,21 +16,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..execution import ToolCall
-from ..tool import ImageContent, JSONObject, ToolResult, ToolSpec
+from ..tool import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
 from ._common import check_pairs, field, result_text
 
 __all__ = [
     "parse_tool_uses",
+    "spec_to_anthropic",
     "tool_result_block",
     "tool_results_message",
     "tools_to_anthropic",
 ]
 
 
+def spec_to_anthropic(spec: ToolSpec) -> JSONObject:
+    """One Messages API ``tools`` entry: ``{"name", "description", "input_schema"}``
+    (Anthropic docs, "Tool use: specifying client tools")."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+    }
+
+
 def tools_to_anthropic(specs: Iterable[ToolSpec]) -> list[JSONObject]:
-    """The ``tools`` array of a Messages request (``ToolSpec.to_anthropic()`` each)."""
-    return [spec.to_anthropic() for spec in specs]
+    """The ``tools`` array of a Messages request (:func:`spec_to_anthropic` each)."""
+    return [spec_to_anthropic(spec) for spec in specs]
 
 
 def parse_tool_uses(message: Any) -> list[ToolCall]:

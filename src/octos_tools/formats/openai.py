@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..execution import ToolCall
-from ..tool import ImageContent, JSONObject, ToolResult, ToolSpec
+from ..tool import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
 from ._common import check_pairs, field, result_text
 
 __all__ = [
@@ -30,15 +29,42 @@ __all__ = [
     "function_call_outputs",
     "images_message",
     "parse_tool_calls",
+    "spec_to_openai",
+    "spec_to_responses",
     "tool_message",
     "tool_messages",
     "tools_to_openai",
 ]
 
 
+def spec_to_openai(spec: ToolSpec) -> JSONObject:
+    """One Chat Completions ``tools`` entry: ``{"type": "function", "function": {"name",
+    "description", "parameters"}}`` (OpenAI API reference, "Chat Completions: tools").
+    The Responses API takes the same function fields flat; use :func:`spec_to_responses`."""
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.input_schema,
+        },
+    }
+
+
+def spec_to_responses(spec: ToolSpec) -> JSONObject:
+    """One Responses API ``tools`` entry: ``{"type": "function", "name", "description",
+    "parameters"}`` (OpenAI API reference, "Responses: function tools")."""
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+    }
+
+
 def tools_to_openai(specs: Iterable[ToolSpec]) -> list[JSONObject]:
-    """The ``tools`` array of a Chat Completions request (``ToolSpec.to_openai()`` each)."""
-    return [spec.to_openai() for spec in specs]
+    """The ``tools`` array of a Chat Completions request (:func:`spec_to_openai` each)."""
+    return [spec_to_openai(spec) for spec in specs]
 
 
 def _one(item: Any) -> ToolCall:

@@ -1,0 +1,199 @@
+"""What the discovery tools see and change: the caller's view of the tool catalog.
+
+Activation is per session: when a call comes with ``ctx.session`` (a
+:class:`~octos_tools.session.ToolSession`, e.g. one MCP connection), deferral is read and
+changed there; otherwise on the registry itself (its default view). The catalog is every
+tool a policy allows, deferred ones included, never a denied one
+(:meth:`~octos_tools.registry.ToolRegistry.catalog`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...context import ToolContext
+from ...errors import ErrorKind, ToolError
+from ...policy import GROUPS, first_group_of
+from ...registry import CatalogEntry, ToolRegistry
+from ...tool import JSONObject
+from .hints import BUILTIN_HINTS, hints_of
+from .ranking import Document, rank
+
+__all__ = ["DISCOVERY_TOOLS", "ScoredEntry", "View", "registry_of", "score_catalog"]
+
+DISCOVERY_TOOLS = frozenset({"activate_tools", "tool_search", "tool_suggest"})
+"""Left out of ranked results: the model is already using them, and their descriptions
+("tools", "task", "find") match almost any query."""
+
+_SUMMARY_CHARS = 300
+
+
+def registry_of(ctx: ToolContext | None) -> ToolRegistry:
+    """The registry of the call.
+
+    Raises:
+        ToolError: ``not_configured`` when the call has none.
+    """
+    registry = ctx.registry if ctx is not None else None
+    if registry is None:
+        raise ToolError(
+            ErrorKind.NOT_CONFIGURED,
+            "no tool registry is attached to this call; discovery tools only work when run "
+            "through a ToolRegistry",
+        )
+    return registry
+
+
+def _summary(description: str) -> str:
+    text = " ".join(description.split())
+    if len(text) <= _SUMMARY_CHARS:
+        return text
+    return text[: _SUMMARY_CHARS - 1].rstrip() + "…"
+
+
+class View:
+    """The caller's view: ``ctx.session`` when set, else the registry.
+
+    Both offer the same reads (``catalog``, ``is_deferred``, ``visible_names``,
+    ``is_visible_post_activation``, ``evaluate``, ``get``) and ``activate``; the group
+    table is the registry's own when it has one (``groups`` / ``group_of``), else the
+    octos table of :mod:`octos_tools.policy`.
+
+    Args:
+        ctx: the call's context.
+
+    Raises:
+        ToolError: ``not_configured`` without a registry.
+    """
+
+    def __init__(self, ctx: ToolContext | None) -> None:
+        self.registry = registry_of(ctx)
+        session = getattr(ctx, "session", None)
+        self.source: Any = session if session is not None else self.registry
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        """The group table: ``group:NAME -> members``."""
+        groups = getattr(self.source, "groups", None)
+        return groups if isinstance(groups, Mapping) else GROUPS
+
+    def group_of(self, name: str) -> str | None:
+        """The first group containing ``name``, or ``None``."""
+        finder = getattr(self.source, "group_of", None)
+        return finder(name) if callable(finder) else first_group_of(name)
+
+    def catalog(self) -> list[CatalogEntry]:
+        """Every allowed tool with its state for this caller (``active`` / ``deferred`` /
+        ``hidden``), in registration order."""
+        entries: list[CatalogEntry] = self.source.catalog()
+        return entries
+
+    def is_deferred(self, name: str) -> bool:
+        """Whether ``name`` is deferred for this caller."""
+        return bool(self.source.is_deferred(name))
+
+    def listed(self) -> set[str]:
+        """Names in this caller's tool list."""
+        return set(self.source.visible_names())
+
+    def is_loadable(self, name: str) -> bool:
+        """Whether ``name`` would be listed once activated (policy and filters allow it)."""
+        return bool(self.source.is_visible_post_activation(name))
+
+    def allowed(self, name: str) -> bool:
+        """Registered and allowed by every policy."""
+        return name in self.registry and self.registry.evaluate(name).allowed
+
+    def activate(self, names: Iterable[str]) -> list[str]:
+        """Load deferred ``names`` (tool names or ``group:`` names) into this caller's
+        list; returns the names activated."""
+        activated: list[str] = []
+        for name in dict.fromkeys(names):
+            activated.extend(n for n in self.source.activate(name) if n not in activated)
+        return activated
+
+    def loadable_deferred(self) -> list[str]:
+        """Deferred names that would be listed once activated, sorted."""
+        return sorted(
+            e.name for e in self.catalog() if e.state == "deferred" and self.is_loadable(e.name)
+        )
+
+    def documents(self, entries: Sequence[CatalogEntry]) -> list[Document]:
+        """The ranking documents of ``entries``: name, title and description, tags, search
+        hints and the words of the input schema."""
+        docs: list[Document] = []
+        for entry in entries:
+            tool = self.registry.get(entry.name)
+            title = (tool.title or "") if tool is not None else ""
+            hints = hints_of(tool) if tool is not None else ()
+            params = _schema_words(tool.input_schema) if tool is not None else ""
+            text = f"{title}. {entry.description}"
+            docs.append(Document(entry.name, text, entry.tags, hints, params))
+        return docs
+
+    def entry_json(self, entry: CatalogEntry, *, score: float | None, full: bool) -> JSONObject:
+        """One result: name, description (a 300-character summary unless ``full``), state,
+        group, and the arguments (``full``: the input schema; else the argument names,
+        optional ones ending in ``?``)."""
+        item: JSONObject = {
+            "name": entry.name,
+            "description": entry.description if full else _summary(entry.description),
+            "state": entry.state,
+        }
+        group = self.group_of(entry.name)
+        if group:
+            item["group"] = group
+        if entry.spawn_only:
+            item["spawn_only"] = True
+        tool = self.registry.get(entry.name)
+        if tool is not None:
+            if full:
+                item["input_schema"] = tool.input_schema
+            else:
+                item["args"] = _arg_names(tool.input_schema)
+        if score is not None:
+            item["score"] = score
+        return item
+
+
+def _schema_words(schema: JSONObject) -> str:
+    """Argument names, descriptions and string enum values of a schema's top level."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return ""
+    words: list[str] = []
+    for name, prop in properties.items():
+        words.append(str(name))
+        if isinstance(prop, dict):
+            if isinstance(prop.get("description"), str):
+                words.append(prop["description"])
+            enum = prop.get("enum")
+            if isinstance(enum, list):
+                words.extend(v for v in enum if isinstance(v, str))
+    return " ".join(words)
+
+
+def _arg_names(schema: JSONObject) -> list[str]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return []
+    required = set(schema.get("required") or ())
+    return [n if n in required else f"{n}?" for n in properties]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredEntry:
+    """A catalog entry with its ranking score (higher is better)."""
+
+    entry: CatalogEntry
+    score: float
+
+
+def score_catalog(entries: Sequence[CatalogEntry], query: str) -> list[ScoredEntry]:
+    """Rank catalog ``entries`` for ``query`` (:func:`.ranking.rank` over each entry's name,
+    description, tags and the built-in hints of its name), best first; entries scoring 0
+    are left out."""
+    docs = [Document(e.name, e.description, e.tags, BUILTIN_HINTS.get(e.name, ())) for e in entries]
+    return [ScoredEntry(entries[s.index], s.score) for s in rank(docs, query)]

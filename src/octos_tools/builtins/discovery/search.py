@@ -1,0 +1,161 @@
+"""``tool_search`` (the one listed discovery tool) and ``tool_suggest`` (its alias).
+
+``tool_search {query, limit=8}`` ranks the caller's catalog for a task sentence or a few
+words (:mod:`.ranking`) and answers compact JSON: ``matches`` with each tool's name, a
+300-character summary of its description, its ``state`` (``active`` / ``deferred`` /
+``hidden``), group and argument names (optional ones end in ``?``), and one ``load`` line
+when a match is deferred. ``select:a,b`` returns exactly those tools with their full
+description and input schema, and loads the deferred ones into the caller's tool list
+(for hosts that only call listed tools); calling a deferred tool by name loads it too.
+
+``tool_suggest {task, limit=5}`` is the same ranking under the older name and argument;
+it is kept callable but not listed by the default profile. Neither ever shows a
+policy-denied tool, nor the discovery tools themselves (:data:`.catalog.DISCOVERY_TOOLS`)
+in ranked results.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ...context import ToolContext
+from ...errors import ErrorKind, ToolError
+from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...typed import ToolArgs, TypedTool
+from ._args import LeanArgs
+from .catalog import DISCOVERY_TOOLS, View
+from .ranking import rank
+
+__all__ = ["MAX_LIMIT", "ToolSearchTool", "ToolSuggestTool"]
+
+MAX_LIMIT = 32
+"""Most results one search returns (``limit`` is clamped to 1..32)."""
+
+
+def _dumps(data: JSONObject) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load_hint(any_deferred: bool) -> str | None:
+    if not any_deferred:
+        return None
+    return (
+        'a "deferred" tool is not in your tool list yet: call it by name (it loads on first '
+        "use), or search select:name to load it and get its input schema"
+    )
+
+
+class _SearchArgs(LeanArgs):
+    query: str = Field(
+        min_length=1, max_length=1000, description="The task in a few words, or select:a,b"
+    )
+    limit: int = Field(8, description="Most results")
+
+
+class _SuggestArgs(LeanArgs):
+    task: str = Field(min_length=1, max_length=2000, description="What you want to do.")
+    limit: int = Field(5, description="Most suggestions")
+
+
+class ToolSearchTool(TypedTool):
+    """``tool_search {query, limit=8}``: find a tool for a task (module docstring).
+
+    Errors: ``invalid_arguments`` for a blank query; ``not_configured`` without a
+    registry. ``limit`` is clamped to 1..:data:`MAX_LIMIT`.
+    """
+
+    name = "tool_search"
+    title = "Search tools"
+    description = (
+        "Find a tool for a task, including tools not in your list (web, sub-agents, media, "
+        "MCP servers). Call a deferred result by name, or query select:a,b to load tools."
+    )
+    Args: ClassVar[type[ToolArgs]] = _SearchArgs
+    tags = ("code", "discovery")
+    concurrency_class = ConcurrencyClass.SAFE
+    search_hints = ("discover", "find a tool", "deferred", "load tools")
+
+    key: ClassVar[str] = "query"
+    list_key: ClassVar[str] = "matches"
+
+    async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
+        """Rank the catalog for the query, or ``select:`` exact tools.
+
+        Raises:
+            ToolError: ``invalid_arguments`` for a blank query; ``not_configured``.
+        """
+        view = View(ctx)
+        query = str(getattr(args, self.key)).strip()
+        if not query:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{self.key!r} is empty: give a few words describing the task (e.g. 'fetch a "
+                "web page', 'run tests'), or select:name1,name2 for exact tools",
+            )
+        limit = max(1, min(MAX_LIMIT, args.limit))
+        if query.lower().startswith("select:"):
+            return self._select(view, query)
+        catalog = view.catalog()
+        searchable = [e for e in catalog if e.name not in DISCOVERY_TOOLS]
+        ranked = rank(view.documents(searchable), query)[:limit]
+        results = [view.entry_json(searchable[s.index], score=s.score, full=False) for s in ranked]
+        data: JSONObject = {self.key: query, self.list_key: results, "total": len(catalog)}
+        hint = _load_hint(any(r["state"] == "deferred" for r in results))
+        if hint:
+            data["load"] = hint
+        if not results:
+            data["hint"] = (
+                "nothing matched; try other or fewer words (what the tool acts on: file, "
+                "web page, command, agent...)"
+            )
+        return ToolResult.ok(
+            _dumps(data),
+            structured_metadata={
+                "codex_tool": self.name,
+                self.key: query,
+                self.list_key: [r["name"] for r in results],
+            },
+        )
+
+    def _select(self, view: View, query: str) -> ToolResult:
+        wanted = list(dict.fromkeys(n.strip() for n in query[7:].split(",") if n.strip()))
+        by_name = {e.name: e for e in view.catalog()}
+        missing = [n for n in wanted if n not in by_name]
+        loaded = view.activate(n for n in wanted if n in by_name and view.is_deferred(n))
+        catalog = view.catalog()  # states after loading
+        by_name = {e.name: e for e in catalog}
+        found = [by_name[n] for n in wanted if n in by_name]
+        data: JSONObject = {
+            self.key: query,
+            self.list_key: [view.entry_json(e, score=None, full=True) for e in found],
+            "total": len(catalog),
+        }
+        if loaded:
+            data["loaded"] = loaded
+        if missing:
+            data["not_found"] = missing
+        return ToolResult.ok(
+            _dumps(data),
+            structured_metadata={
+                "codex_tool": "tool_search",
+                self.list_key: [e.name for e in found],
+                "loaded": loaded,
+            },
+        )
+
+
+class ToolSuggestTool(ToolSearchTool):
+    """``tool_suggest {task, limit=5}``: :class:`ToolSearchTool` under its older name."""
+
+    name = "tool_suggest"
+    title = "Suggest tools for a task"
+    description = (
+        "Describe a task in a sentence and get the tools best suited to it, including "
+        "deferred tools not yet in your tool list."
+    )
+    Args: ClassVar[type[ToolArgs]] = _SuggestArgs
+    key: ClassVar[str] = "task"
+    list_key: ClassVar[str] = "suggestions"
