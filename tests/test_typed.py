@@ -7,14 +7,17 @@ from enum import Enum
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
+from octos_tools.arguments import validate_arguments
 from octos_tools.context import ToolContext
-from octos_tools.errors import ErrorKind
+from octos_tools.errors import ArgumentError, ErrorKind
 from octos_tools.function_tool import tool
 from octos_tools.registry import ToolRegistry
 from octos_tools.tool import ToolResult
-from octos_tools.typed import ToolArgs, TypedTool
+from octos_tools.typed import ToolArgs, TypedTool, json_schema_of, validate_arguments_of
 
 
 class Mode(str, Enum):
@@ -159,3 +162,45 @@ async def test_function_tools_follow_the_same_rules() -> None:
     )
     missing = await registry.execute("add", {"b": 1})
     assert "missing required field 'a'" in missing.output
+
+
+# ---------------------------------------------------------------- one rule, two paths
+
+
+class Same(ToolArgs):
+    a: int
+    b: str = ""
+    c: bool = False
+    d: list[int] = Field(default_factory=list)
+    e: int | None = None
+
+
+_SCHEMA = json_schema_of(Same)
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.sampled_from([2.0, 1e2, 2.5, -0.0]),
+    st.text(max_size=5),
+    st.sampled_from(["[1, 2]", "[1.0]", '{"k": 1}', "5", "false"]),
+    st.lists(st.one_of(st.integers(-5, 5), st.floats(-5, 5, allow_nan=False)), max_size=3),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e", "zz"]), _VALUES, max_size=5))
+def test_json_schema_tools_and_typed_tools_read_arguments_alike(args: dict[str, Any]) -> None:
+    try:
+        typed: dict[str, Any] | None = validate_arguments_of(Same, args, "t").model_dump()
+    except ArgumentError:
+        typed = None
+    try:
+        plain: dict[str, Any] | None = validate_arguments(dict(args), _SCHEMA, tool_name="t")
+    except ArgumentError:
+        plain = None
+    assert (typed is None) == (plain is None), (args, typed, plain)
+    if typed is not None and plain is not None:
+        defaults = Same(a=0).model_dump()
+        assert typed == {**defaults, **plain}, (args, typed, plain)

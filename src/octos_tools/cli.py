@@ -38,7 +38,7 @@ import typer
 from ._version import __version__
 from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import first_group_of, resolve_provider_policy
+from .policy import resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -523,7 +523,7 @@ def _tool_rows(
         rows.append(
             {
                 "name": name,
-                "group": first_group_of(name),
+                "group": registry.group_of(name),
                 "tags": list(tool.tags),
                 "class": tool.concurrency_class.value,
                 "state": state,
@@ -535,7 +535,7 @@ def _tool_rows(
         rows.append(
             {
                 "name": name,
-                "group": first_group_of(name),
+                "group": registry.group_of(name),
                 "tags": list(tags),
                 "class": cls.value,
                 "state": "denied",
@@ -648,7 +648,7 @@ def policy_explain(
         "tool": tool,
         "allowed": allowed,
         "decided_by": None if allowed else (verdict_decision.source or "registry"),
-        "group": first_group_of(tool),
+        "group": registry.group_of(tool),
         "steps": steps,
         "rule": "deny always wins; an empty allow list allows all not denied",
         "unknown": not known,

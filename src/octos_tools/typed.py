@@ -9,10 +9,13 @@ A built-in tool declares::
 
         class Args(ToolArgs):
             path: str = Field(description="File path, relative to the workspace.")
-            start_line: int | None = Field(None, ge=1, description="First line (1-based).")
+            start_line: int = Field(1, ge=1, description="First line (1-based).")
 
         async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
             ...
+
+Prefer ``int = 1`` to ``int | None = None`` for an optional field: ``null`` is read as
+absent anyway, and the schema the model reads stays lean (no ``anyOf`` with ``null``).
 
 Argument rules (the field's way, as OpenAI's strict mode and Codex read them; the same
 rules as JSON-schema tools, :func:`octos_tools.arguments.validate_arguments`):
@@ -71,6 +74,8 @@ class ToolArgs(BaseModel):
     description is what the model reads, so keep it short and exact.
     """
 
+    # defer_build: a model's validator is built on its first call, not at import: a one-shot
+    # ``octos-tools call`` imports every built-in family but validates one tool's arguments.
     model_config = ConfigDict(strict=True, extra="forbid", frozen=False)
 
 
@@ -175,6 +180,17 @@ def format_validation_error(exc: ValidationError, tool_name: str) -> ArgumentErr
     return join_problems(tool_name, problems)
 
 
+class _SchemaOfArgs:
+    """``input_schema`` of a typed tool class: generated from its ``Args`` on first read,
+    then stored on the class (replacing this descriptor)."""
+
+    def __get__(self, obj: object, owner: type[TypedTool]) -> JSONObject:
+        schema = json_schema_of(owner.Args)
+        if owner.__dict__.get("input_schema") is self:
+            owner.input_schema = schema
+        return schema
+
+
 class TypedTool(Tool):
     """A tool whose arguments are a :class:`ToolArgs` model (class attribute ``Args``).
 
@@ -191,7 +207,8 @@ class TypedTool(Tool):
             return  # not typed (yet): a hand-written input_schema, checked by jsonschema
         cls.validate_arguments = False  # type: ignore[misc]
         if "Args" in cls.__dict__ or "input_schema" not in cls.__dict__:
-            cls.input_schema = json_schema_of(cls.Args)
+            # generated on first read (a spec listing), not at import
+            cls.input_schema = _SchemaOfArgs()  # type: ignore[assignment]
 
     def parse_args(self, args: JSONObject) -> ToolArgs:
         """Validate parsed JSON ``args`` into an ``Args`` instance.

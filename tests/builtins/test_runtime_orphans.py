@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from octos_tools.builtins import runtime
 from octos_tools.builtins.runtime import (
     BashTool,
     ExecCommandTool,
@@ -23,9 +24,11 @@ from octos_tools.builtins.runtime import (
     cgroup,
     tools,
 )
-from octos_tools.config import ShellConfig
+from octos_tools.config import Config, ShellConfig
 from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.registry import ToolRegistry
+from octos_tools.session import ToolSession
 from octos_tools.tool import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
@@ -284,3 +287,30 @@ async def test_cgroup_without_cgroup_kill_freezes_and_kills(
     result = await call(tool, {"command": command, "timeout_secs": 1})
     assert result.error_kind is ErrorKind.TIMEOUT
     assert await survivors(mark) == []
+
+
+async def test_tool_sessions_keep_their_exec_sessions_apart_and_close_them(
+    tmp_path: Path,
+) -> None:
+    """Two host sessions over one registry (two MCP clients of one server): B cannot
+    write to A's exec session, and the end of A (ToolSession.aclose) kills A's processes
+    while B's keep running."""
+    mark_a, mark_b = marker(), marker()
+    ws = Workspace(tmp_path)
+    registry = ToolRegistry(ws)
+    runtime.register(registry, ws, Config())
+    a, b = ToolSession(registry), ToolSession(registry)
+    ra = await a.call("exec_command", {"cmd": trap_command(mark_a), "yield_time_ms": 100})
+    rb = await b.call("exec_command", {"cmd": f"sleep {mark_b}", "yield_time_ms": 100})
+    assert ra.structured_metadata and rb.structured_metadata, (ra.output, rb.output)
+    sid_a = ra.structured_metadata["session_id"]
+    stolen = await b.call("write_stdin", {"session_id": sid_a, "chars": "x"})
+    assert stolen.error_kind is ErrorKind.UNKNOWN_SESSION
+    own = await a.call("write_stdin", {"session_id": sid_a})
+    assert own.success and own.structured_metadata and own.structured_metadata["running"]
+    await a.aclose()
+    assert await survivors(mark_a) == []
+    assert living(mark_b)
+    await b.aclose()
+    await registry.aclose()
+    assert await survivors(mark_b) == []

@@ -146,9 +146,10 @@ class ToolRegistry:
                 f"invalid tool name {tool.name!r}: use 1-64 letters, digits, '_' or '-' "
                 "(the rule shared by OpenAI, Anthropic and MCP clients)"
             )
-        schema = tool.input_schema
-        if not isinstance(schema, Mapping) or schema.get("type") != "object":
-            raise ValueError(f"tool {tool.name!r}: input_schema must be a JSON Schema object")
+        if tool.validate_arguments:  # typed tools' schemas are generated objects, lazily
+            schema = tool.input_schema
+            if not isinstance(schema, Mapping) or schema.get("type") != "object":
+                raise ValueError(f"tool {tool.name!r}: input_schema must be a JSON Schema object")
         self._validators.pop(tool.name, None)
         self._tools[tool.name] = tool
         if check_schema:

@@ -44,7 +44,10 @@ class GrepTool(SearchTool):
     are shown (which ones may vary between runs: the search is parallel and stops early).
     ``file_pattern`` is a glob on the file *name* (``*.py``, ``*.{ts,tsx}``). Paths in the
     output are workspace-relative. An invalid regex is ``invalid_arguments``. Uses ``rg``
-    when available (Rust regex syntax), else Python's :mod:`re` syntax.
+    when available (Rust regex syntax), else Python's :mod:`re` syntax; what rg cannot
+    open for the length of its path (over ``PATH_MAX``, 4,096 bytes) is searched by the
+    Python engine, what cannot be read at all is named in the output. The call stops at
+    its time limit (``timeout``), rg and the Python engine's matching process with it.
 
     Metadata: ``matches``, ``files``, ``truncated``, ``engine``, ``binary_skipped`` (up to
     50 paths) and, when some were, ``skipped`` (up to 50 ``{"path", "reason"}``).
