@@ -123,3 +123,17 @@ async def test_a_venv_below_the_scan_depth_is_searched_by_both_engines(ws: Works
     for res in outs:
         assert "a/b/venv/deep.py" in files_of(res)
     assert outs[0].output == outs[1].output
+
+
+async def test_venv_names_with_glob_characters_are_excluded_exactly(tmp_path: Path) -> None:
+    for name in ("v[1]", "e*", "a b", "x{y,z}", "!bang"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyvenv.cfg").write_text("x\n")
+        (tmp_path / name / "m.py").write_text("needle venv\n")
+    for name in ("ey", "v1", "xy"):  # what an unescaped glob would also exclude
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "k.py").write_text("needle kept\n")
+    ws = Workspace(tmp_path)
+    outs = [await grep(ws, engine) for engine in ("rg", "python")]
+    assert files_of(outs[0]) == {"ey/k.py", "v1/k.py", "xy/k.py"}
+    assert outs[0].output == outs[1].output
