@@ -5,10 +5,13 @@ Run by hand; figures go in bench/README.md. Everything it creates lives in bench
 1 GiB text file.
 
 Measures:
-* ``grep`` via ``ToolRegistry.execute`` (rg engine and the pure-Python fallback) vs the same
-  ``rg --json --sort path`` command line run directly, and plain parallel ``rg`` (what a shell
-  user would run), on the stdlib copy: median wall seconds of N runs, for a rare pattern
-  (the whole tree is scanned) and a common one (the tool stops at ``limit``);
+* ``grep`` via ``ToolRegistry.execute`` (rg engine and the pure-Python fallback) side by side
+  with raw parallel ``rg`` run directly (the same ``--json`` command line our engine runs,
+  and plain ``rg``, what a shell user would run), on the stdlib copy: median wall seconds of
+  N runs, for a rare pattern (the whole tree is scanned) and a common one (the tool stops at
+  ``limit``); the ratio ours / raw ``rg --json`` is the issue-10 target (at most 1.2x);
+* ``glob **/*.py`` via the registry on the same tree, beside ``rg --files`` with the same
+  walk rule;
 * ``read_file`` with ``start_line`` near the end of a 1 GiB file: wall seconds and the peak
   resident memory of a fresh process doing only that call (minus the same process's
   baseline after imports).
@@ -32,6 +35,9 @@ from pathlib import Path
 import anyio
 
 from octos_tools.builtins import search
+from octos_tools.builtins.search._hits import GrepQuery
+from octos_tools.builtins.search._rg import rg_command
+from octos_tools.builtins.search._rules import RG_WALK_ARGS
 from octos_tools.config import Config
 from octos_tools.registry import ToolRegistry
 from octos_tools.workspace import Workspace
@@ -70,61 +76,80 @@ def median(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
-async def time_tool(reg: ToolRegistry, args: dict[str, object], runs: int) -> tuple[float, str]:
+async def time_tool(
+    reg: ToolRegistry, name: str, args: dict[str, object], runs: int
+) -> tuple[float, str]:
     out = ""
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        res = await reg.execute("grep", args)
+        res = await reg.execute(name, args)
         samples.append(time.perf_counter() - t0)
         out = res.output.splitlines()[0] if res.output else ""
     return median(samples), out
 
 
 def time_cmd(cmd: list[str], cwd: Path, runs: int) -> float:
+    """Median wall seconds of ``cmd``, its output read through a pipe (rg stops at the
+    first match when its stdout is /dev/null, which would flatter it)."""
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         samples.append(time.perf_counter() - t0)
     return median(samples)
 
 
 def bench_grep(runs: int) -> None:
+    """Ours and raw rg interleaved run by run (a loaded machine slows both alike)."""
     tree = stdlib_copy()
     files, size = tree_stats(tree)
     print(f"tree: {tree} ({files:,} files, {size / 1e6:.0f} MB)")
     ws = Workspace(tree)
     rg = search.find_rg()
     assert rg, "rg not found"
+    regs = {}
+    for engine in ("rg", "python"):
+        reg = ToolRegistry(workspace=ws)
+        search.register(reg, ws, Config())
+        tool = reg.get("grep")
+        assert isinstance(tool, search.GrepTool)
+        tool.engine = engine
+        regs[engine] = reg
     for label, pattern, limit in [("rare", RARE, 50), ("common", COMMON, 50)]:
         print(f"\npattern {label}: {pattern!r} (limit {limit})")
-        for engine in ("rg", "python"):
-            reg = ToolRegistry(workspace=ws)
-            search.register(reg, ws, Config())
-            tool = reg.get("grep")
-            assert isinstance(tool, search.GrepTool)
-            tool.engine = engine
-            n = runs if engine == "rg" else max(1, runs // 3)
-            secs, head = anyio.run(time_tool, reg, {"pattern": pattern, "limit": limit}, n)
-            print(f"  registry grep [{engine:6}] median {secs * 1000:8.1f} ms   ({head})")
-        raw = [
-            rg,
-            "--json",
-            "--no-config",
-            "--sort",
-            "path",
-            "--hidden",
-            "--no-require-git",
-            "--glob",
-            "!.git",
-            "--regexp",
-            pattern,
-            "./",
-        ]
-        print(f"  raw rg --json --sort path  median {time_cmd(raw, tree, runs) * 1000:8.1f} ms")
-        plain = [rg, "--no-config", "--regexp", pattern, "./"]
-        print(f"  raw rg (parallel, no sort) median {time_cmd(plain, tree, runs) * 1000:8.1f} ms")
+        q = GrepQuery(pattern, False, 0, limit, None)
+        raw_json = [*rg_command(rg, q), "./"]
+        plain_cmd = [rg, "--no-config", "--regexp", pattern, "./"]
+        args: dict[str, object] = {"pattern": pattern, "limit": limit}
+        ours: list[float] = []
+        raw: list[float] = []
+        plain: list[float] = []
+        head = ""
+        for _ in range(runs):
+            raw.append(time_cmd(raw_json, tree, 1))
+            secs, head = anyio.run(time_tool, regs["rg"], "grep", args, 1)
+            ours.append(secs)
+            plain.append(time_cmd(plain_cmd, tree, 1))
+        slow, slow_head = anyio.run(time_tool, regs["python"], "grep", args, max(1, runs // 3))
+        r = median(raw)
+        print(f"  registry grep [rg    ] median {median(ours) * 1000:8.1f} ms   ({head})")
+        print(f"  raw rg --json (parallel, same flags) median {r * 1000:8.1f} ms")
+        print(f"  raw rg (parallel, plain)             median {median(plain) * 1000:8.1f} ms")
+        print(f"  ours / raw rg --json: {median(ours) / r:.2f}x")
+        print(f"  registry grep [python] median {slow * 1000:8.1f} ms   ({slow_head})")
+    reg = regs["rg"]
+    files_cmd = [rg, "--files", "--no-config", *RG_WALK_ARGS, "./"]
+    globs: list[float] = []
+    raw_files: list[float] = []
+    for _ in range(runs):
+        secs, head = anyio.run(time_tool, reg, "glob", {"pattern": "**/*.py", "limit": 100}, 1)
+        globs.append(secs)
+        raw_files.append(time_cmd(files_cmd, tree, 1))
+    print(
+        f"\nglob '**/*.py' (limit 100): registry median {median(globs) * 1000:8.1f} ms   ({head})"
+    )
+    print(f"  raw rg --files (same walk rule)      median {median(raw_files) * 1000:8.1f} ms")
 
 
 _READER = r"""

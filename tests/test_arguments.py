@@ -254,3 +254,95 @@ def test_lone_surrogates_refused_but_escaped_pairs_accepted() -> None:
     with pytest.raises(ArgumentError):
         parse_arguments({"p": {"q": "\udc80"}}, tool_name="t")
     assert parse_arguments('{"p": "\\ud83d\\ude00"}', tool_name="t") == {"p": "\U0001f600"}
+
+
+# ---------------------------------------------------------------- the argument rules
+
+
+def test_integral_numbers_fill_integer_fields_fractional_ones_do_not() -> None:
+    out = validate_arguments(
+        {"path": "a", "items": [1.0, 2e0], "opts": {"n": 1e2}}, SCHEMA, tool_name="t"
+    )
+    assert out["items"] == [1, 2] and out["opts"] == {"n": 100}
+    assert all(type(v) is int for v in out["items"]) and type(out["opts"]["n"]) is int
+    kind, message = kind_and_message({"path": "a", "items": [1.5]})
+    assert kind is ErrorKind.INVALID_ARGUMENTS and "'items.0'" in message
+    assert "got a number (1.5)" in message
+
+
+def test_null_for_an_optional_field_is_absent_for_a_required_one_got_null() -> None:
+    assert validate_arguments({"path": "a", "flag": None}, SCHEMA, tool_name="t") == {"path": "a"}
+    nullable = {
+        "type": "object",
+        "properties": {"x": {"type": ["integer", "null"]}},
+        "additionalProperties": False,
+    }
+    assert validate_arguments({"x": None}, nullable, tool_name="t") == {"x": None}
+    kind, message = kind_and_message({"path": None})
+    assert kind is ErrorKind.INVALID_ARGUMENTS
+    assert "field 'path' must be a string, got null" in message and "null null" not in message
+
+
+def test_messages_say_what_was_sent_and_list_five_problems_missing_first() -> None:
+    _, message = kind_and_message({"flag": "false", "file": "x", "a": 1, "b": 2, "c": 3, "d": 4})
+    assert message.startswith("invalid arguments for 't': missing required field 'path'")
+    assert 'got a string ("false")' in message
+    assert message.count("unknown field") == 3  # five problems listed in all
+    assert message.endswith("(and 2 more problems)")
+    _, message = kind_and_message({"path": "a", "opts": [1]})
+    assert "field 'opts' must be an object, got an array" in message
+    _, message = kind_and_message({"path": {"k": 1}})
+    assert "got an object" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        (b"bytes", "path"),
+        ({1, 2}, "path"),
+        (object(), "path"),
+        ({"n": {3}}, "opts.n"),
+        ([1, b"x"], "items.1"),
+    ],
+)
+def test_values_json_cannot_carry_are_invalid_arguments_naming_the_field(
+    value: Any, field: str
+) -> None:
+    top = field.split(".")[0]
+    with pytest.raises(ArgumentError) as info:
+        parse_arguments({top: value}, tool_name="t")
+    assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+    assert info.value.details["field"] == field
+    assert repr(field) in info.value.message
+
+
+def test_non_string_keys_are_invalid_arguments() -> None:
+    for args in ({1: "x"}, {"opts": {(1, 2): 3}}):
+        with pytest.raises(ArgumentError) as info:
+            parse_arguments(args, tool_name="t")  # type: ignore[arg-type]
+        assert info.value.kind is ErrorKind.INVALID_ARGUMENTS
+        assert "keys are strings" in info.value.message
+
+
+@pytest.mark.anyio
+async def test_python_api_values_never_become_internal_errors() -> None:
+    from octos_tools.function_tool import tool
+    from octos_tools.registry import ToolRegistry
+
+    from .helpers import EchoTool
+
+    @tool
+    def typed(text: str = "") -> str:
+        return text
+
+    registry = ToolRegistry()
+    registry.register(EchoTool("echo"))
+    registry.register(typed)
+    for name in ("echo", "typed"):
+        for value in (b"x", {1}, object(), {1: 2}, [b"y"], 1 + 2j):
+            result = await registry.execute(name, {"text": value})
+            assert result.error_kind is ErrorKind.INVALID_ARGUMENTS, (name, value, result.output)
+            assert result.structured_metadata is not None
+            assert str(result.structured_metadata.get("field", "")).startswith("text")
+        result = await registry.execute(name, {3: "x"})
+        assert result.error_kind is ErrorKind.INVALID_ARGUMENTS, result.output

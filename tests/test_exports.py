@@ -27,3 +27,26 @@ def test_py_typed_shipped() -> None:
     from importlib.resources import files
 
     assert files("octos_tools").joinpath("py.typed").is_file()
+
+
+def test_package_root_is_lazy_and_json_schema_waits_for_a_json_schema_tool() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, octos_tools\n"
+        "assert 'pydantic' not in sys.modules and 'octos_tools.registry' not in sys.modules\n"
+        "from octos_tools import ToolRegistry, tool\n"
+        "import octos_tools.tool\n"
+        "assert callable(octos_tools.tool) and octos_tools.tool is tool\n"
+        "import octos_tools.session, octos_tools.builtins, octos_tools.profile\n"
+        "assert 'jsonschema' not in sys.modules, 'jsonschema imported eagerly'\n"
+        "import anyio\n"
+        "@tool\n"
+        "async def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "r = ToolRegistry(); r.register(add)\n"
+        "assert anyio.run(r.execute, 'add', '{\"a\": 1, \"b\": 2}').output == '3'\n"
+        "assert 'jsonschema' not in sys.modules, 'a typed call imported jsonschema'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

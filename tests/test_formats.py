@@ -127,3 +127,25 @@ def test_anthropic_edge_cases() -> None:
     assert empty["content"] == "(no output)"  # providers refuse empty tool content
     with pytest.raises(ValueError, match="name"):
         anthropic.parse_tool_uses([{"type": "tool_use", "id": "z", "input": {}}])
+
+
+def test_spec_shapes_live_in_formats_and_the_spec_delegates() -> None:
+    from octos_tools.formats import mcp as mcp_format
+    from octos_tools.tool import ToolSpec
+
+    spec = ToolSpec("grep", "Search.", {"type": "object", "properties": {}}, read_only=True)
+    assert spec.to_openai() == openai.spec_to_openai(spec)
+    assert spec.to_anthropic() == anthropic.spec_to_anthropic(spec)
+    assert spec.to_mcp() == mcp_format.spec_to_mcp(spec)
+    assert openai.spec_to_responses(spec) == {
+        "type": "function",
+        "name": "grep",
+        "description": "Search.",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    assert mcp_format.spec_to_mcp(spec)["annotations"] == {
+        "title": "grep",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+    }
+    assert mcp_format.tools_to_mcp([spec]) == [spec.to_mcp()]

@@ -62,3 +62,81 @@ def test_ordinary_code_untouched() -> None:
     code = 'sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"\n'
     code += "password = request.form['password']\ntask-id: disk-0123456789abcdefghijkl\n"
     assert redact_secrets(code) == code
+
+
+# A key made for this test only (never used anywhere): 64-column base64 body lines.
+_KEY_BODY = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n"
+    "NMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s+CLOyS56YyCFGeJZ\n"
+)
+_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "rk_live_51H8abcDEFghiJKLmnoPQRstu",
+        "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+        "whsec_abcdefghijklmnopqrstuvwx",
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+        "github_pat_11ABCDEFG0_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+        "xoxp-1234567890-1234567890-abcdefghij",
+        "xapp-1-A0123456789-0123456789012-abcdef0123456789",
+        "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
+        "GOCSPX-abcdefghijklmnopqrstuvwxyz",
+        "ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz",
+        "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+        "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+        "dckr_pat_abcdefghijklmnopqrstuvwx",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ],
+)
+def test_more_credential_formats_redacted(secret: str) -> None:
+    out = redact_secrets(f"token: {secret}\nnext line")
+    assert secret not in out and "credential-redacted" in out and "next line" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"aws_secret_access_key = {_AWS_SECRET}\n",
+        f"AWS_SECRET_ACCESS_KEY={_AWS_SECRET}\n",
+        f'{{"SecretAccessKey": "{_AWS_SECRET}", "SessionToken": "x"}}',
+        "DefaultEndpointsProtocol=https;AccountName=a;AccountKey="
+        "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnop==;",
+        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX\n",
+    ],
+)
+def test_labelled_secrets_redact_the_value_only(text: str) -> None:
+    out = redact_secrets(text)
+    assert "credential-redacted" in out
+    assert _AWS_SECRET not in out and "XXXXXXXXXXXXXXXXXXXXXXXX" not in out
+    assert "abcdefghijklmnopqrstuvwxyz0123456789ABCDEF" not in out
+
+
+def test_pem_key_bodies_without_begin_line_redacted() -> None:
+    # the tail of a key file (tail -n 3 key.pem)
+    tail = _KEY_BODY[-130:] + "-----END PRIVATE KEY-----\n"
+    out = redact_secrets("$ tail key.pem\n" + tail)
+    assert "MzEfYyjiWA4R4" not in out and "NMoSfm76oqFvAp8" not in out
+    assert "-----END PRIVATE KEY-----" in out and out.startswith("$ tail key.pem\n")
+    # a body without BEGIN or END (sed -n 2,4p key.pem)
+    out = redact_secrets("before\n" + _KEY_BODY + "after\n")
+    assert "MIIEvQIBADAN" not in out and "NMoSfm76" not in out
+    assert out.startswith("before\n") and out.endswith("after\n")
+    # a certificate body is public: left alone
+    cert = "-----BEGIN CERTIFICATE-----\n" + _KEY_BODY + "-----END CERTIFICATE-----\n"
+    assert redact_secrets(cert) == cert
+
+
+def test_ordinary_code_with_lookalikes_untouched() -> None:
+    code = (
+        "model = self.hf_model\nuuid = '123e4567-e89b-12d3-a456-426614174000'\n"
+        "digest = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'\n"
+        "npm_config_cache = '/tmp/npm'\nSG.x = 1\nheader = 'eyJ' + rest\n"
+        "const sk = task_live_mode; skip_test_value = 3\n"
+    )
+    assert redact_secrets(code) == code

@@ -14,6 +14,7 @@ from octos_tools.policy import (
     ToolPolicy,
     entry_matches,
     first_group_of,
+    group_members,
     register_group,
     resolve_provider_policy,
 )
@@ -121,8 +122,9 @@ def test_first_group_is_table_order() -> None:
     assert first_group_of("nothing") is None
 
 
-def test_register_group() -> None:
-    register_group("group:mcp:test_srv", ["test_srv__a", "test_srv__b"], "test server")
+def test_register_group_is_deprecated() -> None:
+    with pytest.warns(DeprecationWarning):
+        register_group("group:mcp:test_srv", ["test_srv__a", "test_srv__b"], "test server")
     try:
         assert ToolPolicy(deny=["group:mcp:test_srv"]).is_allowed("read_file")
         assert not ToolPolicy(deny=["group:mcp:test_srv"]).is_allowed("test_srv__a")
@@ -132,6 +134,15 @@ def test_register_group() -> None:
             register_group("fs", ["x"])
     finally:
         GROUPS.pop("group:mcp:test_srv", None)
+
+
+def test_policy_entries_read_the_given_group_table() -> None:
+    table = {**GROUPS, "group:mcp:srv": ("srv__a",)}
+    policy = ToolPolicy(deny=["group:mcp:srv"])
+    assert not policy.evaluate("srv__a", groups=table).allowed
+    assert policy.evaluate("srv__a").allowed  # the module table has no such group
+    assert first_group_of("srv__a", table) == "group:mcp:srv"
+    assert group_members("group:mcp:srv", table) == ("srv__a",)
 
 
 def test_provider_policy_lookup_order() -> None:

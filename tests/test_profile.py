@@ -106,13 +106,13 @@ async def test_ten_idle_requests_evict_unused_non_base_tools_back_to_the_limit(
         session.before_model_request()
         result = await session.call("activate_tools", {"tools": ["web_fetch", "spawn_agent"]})
         assert result.success
-        grown = registry.active_names()
+        grown = session.view.active_names()
         assert len(grown) > registry.lifecycle.max_active
         evicted: list[str] = []
         for _ in range(10):
             specs = session.before_model_request()
             evicted += session.evicted
-        active = registry.active_names()
+        active = session.view.active_names()
         base = registry.lifecycle.base_tools
         assert len(active) == registry.lifecycle.max_active
         assert len(specs) <= registry.lifecycle.max_active
@@ -120,7 +120,7 @@ async def test_ten_idle_requests_evict_unused_non_base_tools_back_to_the_limit(
         assert not set(evicted) & base
         for name in base:
             assert name in registry
-            assert not registry.is_deferred(name)
+            assert not session.is_deferred(name)
     finally:
         await registry.aclose()
 

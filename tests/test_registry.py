@@ -11,6 +11,7 @@ from jsonschema import SchemaError
 
 from octos_tools.context import ToolContext, current_context
 from octos_tools.errors import ErrorKind
+from octos_tools.function_tool import tool as tool_fn
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.policy import ToolPolicy
 from octos_tools.registry import ToolRegistry
@@ -533,3 +534,80 @@ def test_every_builtin_schema_is_valid(tmp_path: Any) -> None:
     registry = build_registry(None, tmp_path)
     registry.check_schemas()  # raises on the first invalid schema
     assert len(registry) > 20
+
+
+@pytest.mark.anyio
+async def test_context_permissions_follow_the_alias_links() -> None:
+    from octos_tools.context import ToolContext, ToolPermissions
+
+    r = make("exec_command", "shell", "bash", "spawn_agent", "read_file")
+    denied = ToolContext(
+        permissions=ToolPermissions(denied_tools=frozenset({"exec_command", "shell"}))
+    )
+    for name in ("exec_command", "shell", "bash"):
+        result = await r.execute(name, {}, denied)
+        assert result.error_kind is ErrorKind.POLICY_DENIED, name
+    assert (await r.execute("read_file", {}, denied)).success
+    no_spawn = ToolContext(permissions=ToolPermissions(denied_tools=frozenset({"spawn"})))
+    assert (await r.execute("spawn_agent", {}, no_spawn)).error_kind is ErrorKind.POLICY_DENIED
+    only_exec = ToolContext(permissions=ToolPermissions(allowed_tools=frozenset({"exec_command"})))
+    assert (await r.execute("bash", {}, only_exec)).success
+    assert (await r.execute("shell", {}, only_exec)).error_kind is ErrorKind.POLICY_DENIED
+
+
+def test_groups_belong_to_one_registry() -> None:
+    from octos_tools.policy import GROUPS
+
+    a, b = make("srv__x", "read_file"), make("srv__x", "read_file")
+    a.add_group("group:mcp:srv", ["srv__x"], "a server")
+    assert a.groups["group:mcp:srv"] == ("srv__x",) and "group:mcp:srv" not in b.groups
+    assert "group:mcp:srv" not in GROUPS
+    a.apply_policy(ToolPolicy(deny=["group:mcp:srv"]))
+    b.apply_policy(ToolPolicy(deny=["group:mcp:srv"]))
+    assert a.names() == ["read_file"] and b.names() == ["srv__x", "read_file"]
+    a2 = make("srv__y")
+    a2.add_group("group:mcp:srv", ["srv__y"])
+    a2.defer_group("group:mcp:srv")
+    assert a2.deferred_names() == ["srv__y"] and a2.group_of("srv__y") == "group:mcp:srv"
+    with pytest.raises(ValueError):
+        a2.add_group("group:fs", ["x"])
+    with pytest.raises(ValueError):
+        a2.add_group("fs", ["x"])
+
+
+@pytest.mark.anyio
+async def test_timeout_stops_a_tool_inside_its_own_scopes_and_task_groups() -> None:
+    import time
+
+    class Nested(Tool):
+        name = "nested"
+        description = "Waits inside its own cancel scope and task group."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+        timeout = 0.3
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            with anyio.CancelScope():
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.sleep, 30)
+                    with anyio.fail_after(20):
+                        await anyio.sleep(30)
+            return ToolResult.ok("never")
+
+    @tool_fn(timeout=0.3)
+    def blocking() -> str:
+        time.sleep(1.5)
+        return "late"
+
+    r = ToolRegistry()
+    r.register(Nested())
+    r.register(blocking)
+    for name in ("nested", "blocking"):
+        started = time.monotonic()
+        result = await r.execute(name, "{}")
+        assert result.error_kind is ErrorKind.TIMEOUT, (name, result.output)
+        assert time.monotonic() - started < 1.2, name
+    # the task is not left cancelled: scopes and sleeps still work afterwards
+    with anyio.fail_after(5):
+        await anyio.sleep(0.01)
+    r.register(EchoTool("after"))
+    assert (await r.execute("after", {"text": "ok"})).output == "ok"

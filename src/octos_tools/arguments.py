@@ -1,4 +1,5 @@
-"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation (seed §6.4).
+"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation
+(octos ``crates/octos-agent/src/tools/registry.rs``).
 
 A model sends tool arguments as a string. :func:`parse_arguments` checks its byte length
 against the limit *before* parsing it, so a huge argument is refused without building a
@@ -14,24 +15,25 @@ import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
-
-import jsonschema
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentError, ErrorKind
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 __all__ = [
     "MAX_ARGS_SIZE",
+    "describe_value",
     "estimate_json_size",
+    "join_problems",
     "parse_arguments",
     "validate_arguments",
 ]
 
 MAX_ARGS_SIZE = 1_048_576
-"""The argument limit in bytes (1 MiB, seed §6.4). A raw string of exactly this many bytes
-is accepted; one byte more is refused with ``args_too_large``."""
+"""The argument limit in bytes (1 MiB, as octos ``tools/registry.rs``). A raw string of
+exactly this many bytes is accepted; one byte more is refused with ``args_too_large``."""
 
 _PREVIEW_CHARS = 120
 
@@ -83,8 +85,8 @@ def estimate_json_size(value: Any, limit: int | None = None) -> int:
     ``len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())``
     for every value ``json.dumps`` accepts (dicts, lists, tuples, str, int, float, bool,
     None). The walk is iterative, so nesting depth is not limited by the recursion limit.
-    Unlike octos's estimate (reference §4), control characters are counted as JSON escapes
-    them (``\\u0001`` is 6 bytes).
+    Unlike octos's estimate (``crates/octos-core/src/utils.rs``), control characters are
+    counted as JSON escapes them (``\\u0001`` is 6 bytes).
 
     Args:
         value: a JSON-like Python value.
@@ -116,6 +118,45 @@ def estimate_json_size(value: Any, limit: int | None = None) -> int:
         if limit is not None and total > limit:
             return total
     return total
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_json_values(value: Any, tool_name: str) -> None:
+    """Refuse arguments holding a value JSON cannot carry (bytes, sets, arbitrary objects,
+    non-string keys), as Python callers can send them.
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` naming the field (``details["field"]``).
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _JSON_SCALARS):
+            continue
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    where = path or "(arguments)"
+                    raise ArgumentError(
+                        ErrorKind.INVALID_ARGUMENTS,
+                        f"invalid arguments for {tool_name!r}: field {where!r} has the key "
+                        f"{key!r} ({type(key).__name__}); JSON object keys are strings",
+                        field=path or None,
+                    )
+                stack.append((sub, f"{path}.{key}" if path else key))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{path}.{i}" if path else str(i)) for i, sub in enumerate(item))
+        else:
+            where = path or "(arguments)"
+            raise ArgumentError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"invalid arguments for {tool_name!r}: field {where!r} holds a "
+                f"{type(item).__name__}, which JSON cannot carry; send a string, number, "
+                "boolean, null, array or object",
+                field=path or None,
+            )
 
 
 def _preview(text: str) -> str:
@@ -159,6 +200,7 @@ def parse_arguments(
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
+        check_json_values(raw, tool_name)
         size = estimate_json_size(raw, limit)
         if size > limit:
             raise _too_large(tool_name, size, limit, exact=False)
@@ -275,6 +317,8 @@ def _too_large(tool_name: str, size: int, limit: int, *, exact: bool) -> Argumen
 
 @lru_cache(maxsize=1024)
 def _validator_for(schema_json: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     schema = json.loads(schema_json)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
@@ -289,46 +333,226 @@ def compile_schema(schema: Mapping[str, Any]) -> Draft202012Validator:
     return _validator_for(json.dumps(schema, sort_keys=True))
 
 
-def _wants(schema: Mapping[str, Any], type_name: str) -> bool:
+def _types(schema: Mapping[str, Any]) -> set[str]:
     t = schema.get("type")
-    return t == type_name or (isinstance(t, list) and type_name in t)
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list):
+        return {x for x in t if isinstance(x, str)}
+    found: set[str] = set()
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            for option in options:
+                if isinstance(option, Mapping):
+                    found |= _types(option)
+    return found
 
 
-def _decode_json_strings(args: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The documented leniency: a JSON-encoded string where the schema wants an array or an
-    object is decoded once (models sometimes double-encode nested values)."""
-    props = schema.get("properties")
-    if not isinstance(props, Mapping):
-        return args
-    out = args
-    for key, value in args.items():
-        sub = props.get(key)
-        if not isinstance(value, str) or not isinstance(sub, Mapping):
+def _admits_null(schema: Mapping[str, Any]) -> bool:
+    if "null" in _types(schema):
+        return True
+    const = schema.get("const", ...)
+    enum = schema.get("enum")
+    return const is None or (isinstance(enum, list) and None in enum)
+
+
+_SHAPES = frozenset({"properties", "items", "prefixItems"})
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """Follow a local ``$ref`` (``#/$defs/Name``) and unwrap a one-object ``anyOf`` /
+    ``oneOf`` (pydantic writes ``Optional[Model]`` so) to the schema that describes an
+    object or array."""
+    for _ in range(8):
+        if not isinstance(schema, Mapping):
+            return schema
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            node: Any = root
+            for part in ref[2:].split("/"):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            schema = node
             continue
-        if _wants(sub, "string"):
-            continue
-        want_array, want_object = _wants(sub, "array"), _wants(sub, "object")
-        if not (want_array or want_object):
-            continue
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list) and not _SHAPES & schema.keys():
+                shaped = [
+                    o
+                    for o in (_resolve(o, root) for o in options)
+                    if isinstance(o, Mapping) and _SHAPES & o.keys()
+                ]
+                if len(shaped) == 1:
+                    return {**shaped[0], "type": sorted(_types(schema) | _types(shaped[0]))}
+        return schema
+    return schema
+
+
+def apply_leniencies(args: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The argument leniencies, applied where ``schema`` (a JSON Schema object, local
+    ``$ref`` s followed) asks for them, at any depth:
+
+    * an integral number (``2.0``, ``1e2``) where only an integer is allowed becomes the
+      integer (a fractional one is left for validation to refuse);
+    * ``null`` for a property that is not required and does not admit null is removed
+      (the field is absent);
+    * a JSON-encoded array or object string where the schema wants an array or object (and
+      no string) is decoded once.
+
+    Returns:
+        ``args`` itself when nothing applies, else a changed copy (``args`` is not changed).
+    """
+    out = _lenient(args, schema, schema)
+    return out if isinstance(out, dict) else args
+
+
+def _lenient(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
+    """``value`` with the argument leniencies applied where ``schema`` asks for them
+    (returns ``value`` itself when nothing changes)."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping):
+        return value
+    types = _types(schema)
+    if isinstance(value, float) and "integer" in types and "number" not in types:
+        if value.is_integer() and math.isfinite(value):
+            return int(value)
+        return value
+    if isinstance(value, str) and "string" not in types and types & {"array", "object"}:
         stripped = value.strip()
-        if not stripped.startswith(("[", "{")):
-            continue
-        try:
-            decoded = json.loads(stripped)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if (want_array and isinstance(decoded, list)) or (
-            want_object and isinstance(decoded, dict)
-        ):
-            if out is args:
-                out = dict(args)
-            out[key] = decoded
-    return out
+        if stripped[:1] in ("[", "{"):
+            try:
+                decoded = json.loads(stripped)
+            except (ValueError, RecursionError):
+                return value
+            if ("array" in types and isinstance(decoded, list)) or (
+                "object" in types and isinstance(decoded, dict)
+            ):
+                return decoded
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if not isinstance(props, Mapping):
+            return value
+        required = schema.get("required")
+        required_names = set(required) if isinstance(required, list) else set()
+        out = value
+        for key, item in value.items():
+            sub = _resolve(props.get(key), root)
+            if not isinstance(sub, Mapping):
+                continue
+            if item is None and key not in required_names and not _admits_null(sub):
+                new: Any = _ABSENT
+            else:
+                new = _lenient(item, sub, root)
+            if new is not item:
+                if out is value:
+                    out = dict(value)
+                if new is _ABSENT:
+                    del out[key]
+                else:
+                    out[key] = new
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        if not isinstance(items, Mapping) and not prefix:
+            return value
+        new_list = [
+            _lenient(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)
+        ]
+        return value if all(a is b for a, b in zip(new_list, value, strict=True)) else new_list
+    return value
 
 
-def _field_path(err: jsonschema.ValidationError) -> str:
-    parts = [str(p) for p in err.absolute_path]
-    return ".".join(parts) if parts else ""
+_ABSENT = object()
+MAX_PROBLEMS = 5
+"""How many problems an ``invalid_arguments`` message lists (missing fields first)."""
+
+
+def describe_value(value: Any) -> str:
+    """What the model sent, in the words an argument error uses: ``got null``, ``got a
+    string ("5")``, ``got a number (2.5)``, ``got a boolean (true)``, ``got an array``,
+    ``got an object``."""
+    if value is None:
+        return "got null"
+    if isinstance(value, bool):
+        return f"got a boolean ({'true' if value else 'false'})"
+    if isinstance(value, int | float):
+        text = repr(value) if not isinstance(value, int) or value.bit_length() < 64 else "…"
+        return f"got a number ({text})"
+    if isinstance(value, str):
+        preview = value if len(value) <= 40 else value[:37] + "..."
+        return f"got a string ({json.dumps(preview, ensure_ascii=False)})"
+    if isinstance(value, list | tuple):
+        return "got an array"
+    if isinstance(value, Mapping):
+        return "got an object"
+    return f"got a {type(value).__name__}"
+
+
+def join_problems(tool_name: str, problems: list[tuple[str, str | None]]) -> ArgumentError:
+    """The ``invalid_arguments`` error listing ``problems`` (``(text, field)`` pairs, in
+    order: missing fields, then wrong values, then unknown fields): up to
+    :data:`MAX_PROBLEMS`, then ``(and N more problems)``; ``details["field"]`` names the
+    first problem's field."""
+    shown = problems[:MAX_PROBLEMS]
+    text = "; ".join(p for p, _ in shown)
+    more = len(problems) - len(shown)
+    if more > 0:
+        text += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return ArgumentError(
+        ErrorKind.INVALID_ARGUMENTS,
+        f"invalid arguments for {tool_name!r}: {text}",
+        field=shown[0][1] if shown else None,
+    )
+
+
+def _type_words(expected: Any) -> str:
+    names = [expected] if isinstance(expected, str) else list(expected or [])
+    words = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "a boolean",
+        "array": "an array",
+        "object": "an object",
+        "null": "null",
+    }
+    return " or ".join(words.get(str(n), str(n)) for n in names) or "another type"
+
+
+def _problems(errors: list[Any]) -> list[tuple[str, str | None]]:
+    missing: list[tuple[str, str | None]] = []
+    other: list[tuple[str, str | None]] = []
+    unknown: list[tuple[str, str | None]] = []
+    for err in errors:
+        path = ".".join(str(p) for p in err.absolute_path)
+        if err.validator == "required":
+            instance = err.instance if isinstance(err.instance, Mapping) else {}
+            for name in err.validator_value:
+                if name not in instance:
+                    field = ".".join(filter(None, [path, str(name)]))
+                    missing.append((f"missing required field {field!r}", field))
+        elif err.validator == "additionalProperties":
+            allowed = (err.schema.get("properties") or {}).keys()
+            extra = [k for k in err.instance if k not in allowed]
+            for name in extra:
+                field = ".".join(filter(None, [path, str(name)]))
+                unknown.append((f"unknown field {field!r}", field))
+        elif err.validator == "type":
+            where = path or "(arguments)"
+            other.append(
+                (
+                    f"field {where!r} must be {_type_words(err.validator_value)}, "
+                    f"{describe_value(err.instance)}",
+                    path or None,
+                )
+            )
+        else:
+            where = path or "(arguments)"
+            other.append((f"field {where!r}: {err.message}", path or None))
+    return missing + other + unknown
 
 
 def validate_arguments(
@@ -338,11 +562,15 @@ def validate_arguments(
     tool_name: str,
     validator: Draft202012Validator | None = None,
 ) -> dict[str, Any]:
-    """Validate ``args`` against ``schema`` (Draft 2020-12); no silent coercion.
+    """Validate ``args`` against a JSON-schema tool's ``schema`` (Draft 2020-12).
 
-    The one leniency: a JSON-encoded string where the schema wants an array or object is
-    decoded once. Everything else must match as sent (the string ``"false"`` is not a
-    boolean).
+    The argument rules (the same as typed tools', :mod:`octos_tools.typed`):
+
+    * an ``integer`` field takes an integral number sent as ``2.0`` or ``1e2``;
+    * ``null`` for a field that is not required and whose schema does not admit null
+      means the field is absent;
+    * a JSON-encoded string where the schema wants an array or object is decoded once;
+    * nothing else is coerced (the string ``"false"`` is not a boolean).
 
     Args:
         args: the parsed arguments.
@@ -351,42 +579,18 @@ def validate_arguments(
         validator: a pre-compiled validator of ``schema`` (see :func:`compile_schema`).
 
     Returns:
-        The (possibly leniency-decoded) arguments.
+        The arguments with the leniencies applied.
 
     Raises:
-        ArgumentError: ``invalid_arguments`` naming the field and what was expected.
+        ArgumentError: ``invalid_arguments`` listing up to five problems, missing required
+            fields first (``got null``, ``got a string``, ...); ``details["field"]`` names
+            the first.
     """
     if validator is None:
         validator = compile_schema(schema)
-    args = _decode_json_strings(args, schema)
+    args = apply_leniencies(args, schema)
     errors = list(validator.iter_errors(args))
     if not errors:
         return args
-    err = best_match(errors)
-    assert err is not None
-    path = _field_path(err)
-    field = path
-    if err.validator == "required":
-        missing = [r for r in err.validator_value if r not in (err.instance or {})]
-        field = ".".join(filter(None, [path, missing[0] if missing else ""]))
-        message = f"missing required field {field!r}"
-    elif err.validator == "additionalProperties":
-        allowed = sorted((err.schema.get("properties") or {}).keys())
-        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
-        where = f" in {path!r}" if path else ""
-        message = f"unknown field(s) {extra}{where}; allowed fields: {allowed}"
-    elif err.validator == "type":
-        message = (
-            f"field {path or '(arguments)'!r} must be of type {err.validator_value}, "
-            f"got {_json_type_name(err.instance)} {_preview(json.dumps(err.instance))}"
-        )
-    else:
-        message = f"field {path or '(arguments)'!r}: {err.message}"
-    extra_count = len(errors) - 1
-    if extra_count:
-        message += f" (and {extra_count} more problem{'s' if extra_count > 1 else ''})"
-    raise ArgumentError(
-        ErrorKind.INVALID_ARGUMENTS,
-        f"invalid arguments for {tool_name!r}: {message}",
-        field=field or None,
-    )
+    errors.sort(key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    raise join_problems(tool_name, _problems(errors))

@@ -38,7 +38,7 @@ import typer
 from ._version import __version__
 from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import first_group_of, resolve_provider_policy
+from .policy import resolve_provider_policy
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -275,14 +275,17 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .session import ToolSession
+
+        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
-                    registry.execute(tool, raw), tool, json_output
+                    session.call(tool, raw), tool, json_output
                 )
             return result
         finally:
-            await registry.aclose()
+            await session.aclose()
 
     started = time.perf_counter()
     try:
@@ -520,7 +523,7 @@ def _tool_rows(
         rows.append(
             {
                 "name": name,
-                "group": first_group_of(name),
+                "group": registry.group_of(name),
                 "tags": list(tool.tags),
                 "class": tool.concurrency_class.value,
                 "state": state,
@@ -532,7 +535,7 @@ def _tool_rows(
         rows.append(
             {
                 "name": name,
-                "group": first_group_of(name),
+                "group": registry.group_of(name),
                 "tags": list(tags),
                 "class": cls.value,
                 "state": "denied",
@@ -645,7 +648,7 @@ def policy_explain(
         "tool": tool,
         "allowed": allowed,
         "decided_by": None if allowed else (verdict_decision.source or "registry"),
-        "group": first_group_of(tool),
+        "group": registry.group_of(tool),
         "steps": steps,
         "rule": "deny always wins; an empty allow list allows all not denied",
         "unknown": not known,
@@ -708,31 +711,53 @@ def serve(
     allow_remote: Annotated[
         bool,
         typer.Option(
-            "--allow-remote", help="HTTP: allow binding a non-loopback address (no auth!)."
+            "--allow-remote",
+            help="HTTP: allow a non-loopback address; needs a bearer token "
+            "(OCTOS_TOOLS_MCP_TOKEN or serve.auth_token_file).",
         ),
+    ] = False,
+    no_defer: Annotated[
+        bool,
+        typer.Option("--no-defer", help="List every tool from the start (nothing deferred)."),
     ] = False,
     read_only: ReadOnlyOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
-    from .mcp.server import bind_socket, is_loopback, run_server
+    from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
+    from .mcp.http import bind_socket
+    from .mcp.server import run_server
 
     if transport not in ("stdio", "http"):
         _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
+    cfg = _load(config, read_only)
+    if no_defer or not cfg.serve.defer:
+        cfg = cfg.model_copy(
+            update={"lifecycle": cfg.lifecycle.model_copy(update={"defer": False})}
+        )
+    token: str | None = None
     if transport == "http":
         if not 0 <= port <= 65535:
             _usage_error(f"--port must be between 0 and 65535, not {port}")
         if not is_loopback(host):
             if not allow_remote:
                 _usage_error(
-                    f"refusing to bind {host!r}: it is not a loopback address. The server has "
-                    "no authentication; pass --allow-remote to bind it anyway."
+                    f"refusing to bind {host!r}: it is not a loopback address. Pass "
+                    "--allow-remote (a bearer token is then required) to bind it anyway."
                 )
-            _warn(
-                f"binding {host}:{port} - any host that can reach it can run these tools in "
-                "the workspace (no authentication)."
-            )
-    cfg = _load(config, read_only)
+            try:
+                token = load_token(cfg.serve.auth_token_file)
+            except ConfigError as exc:
+                _usage_error(str(exc))
+            if token is None:
+                _usage_error(
+                    f"refusing to bind {host!r} without authentication: set {TOKEN_ENV} "
+                    "or serve.auth_token_file in the config."
+                )
+            try:
+                transport_security(host, allowed_hosts=cfg.serve.allowed_hosts)
+            except ConfigError as exc:
+                _usage_error(str(exc))
     registry = _registry(cfg, workspace)
     sock = None
     if transport == "http":
@@ -752,6 +777,11 @@ def serve(
                     read_only=cfg.read_only,
                     sock=sock,
                     exit_on_signal=True,
+                    evict=cfg.serve.evict,
+                    token=token,
+                    allowed_hosts=cfg.serve.allowed_hosts,
+                    allowed_origins=cfg.serve.allowed_origins,
+                    max_message_bytes=max(4 * 1024 * 1024, 2 * cfg.limits.max_args_bytes),
                 )
         finally:
             with anyio.CancelScope(shield=True):

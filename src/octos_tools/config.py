@@ -38,10 +38,12 @@ __all__ = [
     "DEFAULT_BASE_TOOLS",
     "DEFAULT_DEFERRED_GROUPS",
     "Config",
+    "ImageConfig",
     "LifecycleConfig",
     "LimitsConfig",
     "McpServerConfig",
     "PolicyConfig",
+    "ServeConfig",
     "ShellConfig",
     "WebConfig",
     "WebSearchProviderConfig",
@@ -226,12 +228,62 @@ class WebConfig(_Model):
         max_body_bytes: response body cap while streaming, in bytes.
         timeout_secs: request timeout in seconds.
         search_providers: the ``web_search`` chain; the first provider with results wins.
+        allowed_hosts: host names, IP addresses or networks (``"127.0.0.1"``,
+            ``"10.0.0.0/8"``, ``"dev.internal"``) that ``web_fetch`` and ``browser`` may reach
+            although they are private (a local dev server); everything else stays guarded.
     """
 
     allow_private_hosts: bool = False
+    allowed_hosts: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(5_000_000, ge=1024, le=100_000_000)
     timeout_secs: float = Field(30.0, gt=0, le=600)
     search_providers: list[WebSearchProviderConfig] = Field(default_factory=list)
+
+
+class ImageConfig(_Model):
+    """Settings of ``view_image`` and ``browser`` screenshots.
+
+    Attributes:
+        max_side: longest side, in pixels, of an image sent to the model (larger ones are
+            downscaled; 1568 is Anthropic's recommended maximum).
+        max_bytes: encoded size budget of an image sent to the model, in bytes.
+        max_file_bytes: larger image files are refused (``file_too_large``), in bytes.
+    """
+
+    max_side: int = Field(1568, ge=64, le=8192)
+    max_bytes: int = Field(3_000_000, ge=10_000, le=20_000_000)
+    max_file_bytes: int = Field(50_000_000, ge=1024, le=1_000_000_000)
+
+
+# ---------------------------------------------------------------- serve (MCP server)
+# Added by the mcp engineer (issue 11): settings of ``octos-tools serve`` only.
+
+
+class ServeConfig(_Model):
+    """Settings of ``octos-tools serve`` (the MCP server).
+
+    Attributes:
+        auth_token_file: a file whose first line is the bearer token a remote bind
+            (``--allow-remote``) requires; the ``OCTOS_TOOLS_MCP_TOKEN`` environment variable
+            wins over it. Never put the token itself in the config or on the command line.
+        allowed_hosts: ``Host`` header values a remote bind accepts (``name`` or
+            ``name:port``); the bound address is always accepted unless it is a wildcard.
+        allowed_origins: browser ``Origin`` values accepted (e.g. ``https://app.example``);
+            requests without ``Origin`` (not from a browser) are not affected.
+        evict: let the LRU evict idle tools after calls (an MCP server sees no model turns,
+            so by default nothing is evicted); never on a ``tools/list``.
+        defer: defer the low-use groups from the first ``tools/list`` (``false`` is
+            ``--no-defer``: everything listed).
+    """
+
+    auth_token_file: str | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    evict: bool = False
+    defer: bool = True
+
+
+# ---------------------------------------------------------------- the whole file
 
 
 class Config(_Model):
@@ -251,6 +303,7 @@ class Config(_Model):
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
+        serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
     """
 
     workspace: str | None = None
@@ -266,8 +319,10 @@ class Config(_Model):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
+    image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     plugins: list[str] = Field(default_factory=list)
+    serve: ServeConfig = Field(default_factory=ServeConfig)  # type: ignore[arg-type]
 
     @field_validator("workspace")
     @classmethod

@@ -1,8 +1,8 @@
-"""Per-call context: :class:`ToolContext` and :func:`current_context` (seed §6.1).
+"""Per-call context: :class:`ToolContext` and :func:`current_context` (octos ``tools/mod.rs``).
 
 The registry passes a :class:`ToolContext` to ``Tool.execute_with_context`` and also sets it
 in a :class:`contextvars.ContextVar` around the call, so tools written against plain
-``execute(args)`` can still read it (the seed's task-local ``TOOL_CTX``).
+``execute(args)`` can still read it (octos's task-local ``TOOL_CTX``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .policy import EQUIVALENT_NAMES
+
 if TYPE_CHECKING:
     from .registry import ToolRegistry
+    from .session import ToolSession
     from .workspace import Workspace
 
 __all__ = [
@@ -66,7 +69,7 @@ tool's validated arguments, the answer any JSON-serialisable value."""
 
 @dataclass(frozen=True, slots=True)
 class ToolPermissions:
-    """Per-context tool permissions (reference §0.5 ``ToolPermissions``).
+    """Per-context tool permissions (octos ``tools/mod.rs`` ``ToolPermissions``).
 
     Attributes:
         mode: an informational label (``"workspace_write"``, ``"read_only"``, …).
@@ -81,15 +84,24 @@ class ToolPermissions:
     read_only: bool = False
 
     def is_tool_allowed(self, name: str) -> bool:
-        """Not denied, and in ``allowed_tools`` when that set is given."""
-        if name in self.denied_tools:
+        """Not denied, and in ``allowed_tools`` when that set is given.
+
+        The alias links of the policies apply here too
+        (:data:`~octos_tools.policy.EQUIVALENT_NAMES`): denying ``exec_command`` denies
+        ``bash``, denying ``spawn`` denies ``spawn_agent``; allowing either name of a pair
+        allows the alias.
+        """
+        if not self.denied_tools and self.allowed_tools is None:
+            return True
+        names = EQUIVALENT_NAMES.get(name, (name,))
+        if any(n in self.denied_tools for n in names):
             return False
-        return self.allowed_tools is None or name in self.allowed_tools
+        return self.allowed_tools is None or any(n in self.allowed_tools for n in names)
 
 
 @dataclass(slots=True)
 class ToolContext:
-    """Everything a tool call may need besides its arguments (reference §0.5).
+    """Everything a tool call may need besides its arguments (octos ``ToolContext``).
 
     Attributes:
         tool_call_id: the model's tool-call id (``""`` outside a model turn).
@@ -107,6 +119,11 @@ class ToolContext:
         extras: host-specific values, untouched by octos-tools.
         registry: the :class:`~octos_tools.registry.ToolRegistry` executing the call (set by
             the registry; discovery tools such as ``activate_tools`` use it).
+        session: the :class:`~octos_tools.session.ToolSession` running the call, or ``None``
+            for a call through :meth:`ToolRegistry.execute` (the registry's default view).
+            Activation, deferral and LRU state are per session: tools that read or change
+            them (``activate_tools``, ``tool_search``) use ``session`` when set, else
+            ``registry``.
     """
 
     tool_call_id: str = ""
@@ -121,10 +138,11 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     registry: ToolRegistry | None = None
+    session: ToolSession | None = None
 
     @classmethod
     def zero(cls) -> ToolContext:
-        """The all-defaults context (empty ``tool_call_id``), as the seed's ``zero()``."""
+        """The all-defaults context (empty ``tool_call_id``), as octos's ``ToolContext::zero()``."""
         return cls()
 
     def for_call(self, tool_call_id: str) -> ToolContext:

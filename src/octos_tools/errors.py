@@ -1,6 +1,6 @@
 """Error kinds and exceptions of octos-tools.
 
-Two outcomes, two channels (DESIGN.md §5, reference §0.2):
+Two outcomes, two channels (octos ``tools/mod.rs``: ``ToolInputError`` vs a failed result):
 
 * A failure the *model* can act on is a :class:`~octos_tools.tool.ToolResult` with
   ``success=False`` and ``structured_metadata["error"] = {"kind", "message"}``.
@@ -34,7 +34,7 @@ __all__ = [
 
 
 class ErrorKind(str, Enum):
-    """Machine-readable kind of a failed tool call (DESIGN.md §5).
+    """Machine-readable kind of a failed tool call (the ``kind`` hosts and models read).
 
     The value is the wire string placed in ``structured_metadata["error"]["kind"]``.
     A kind is never reused for a different meaning; add a new one when none fits.
@@ -68,13 +68,20 @@ class ErrorKind(str, Enum):
     CODING_TOOL_UNSUPPORTED = "coding_tool_unsupported"
     UNKNOWN_SESSION = "unknown_session"
     INTERNAL_ERROR = "internal_error"
-    # Added beyond DESIGN.md §5 where no listed kind fits:
+    # Added where no kind above fits:
     NOT_CONFIGURED = "not_configured"
     """A tool needs configuration it does not have (e.g. ``web_search`` with no provider)."""
     PERMISSION_DENIED = "permission_denied"
     """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
+    REMOTE_ERROR = "remote_error"
+    """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
+    it said it)."""
+    DISK_FULL = "disk_full"
+    """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
+    UNSUPPORTED_MEDIA = "unsupported_media"
+    """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
@@ -114,7 +121,7 @@ class PathError(ToolError):
 class ArgumentError(ToolError):
     """Tool arguments were too large, not valid JSON, or did not match the schema.
 
-    Argument errors never cancel sibling calls in a batch (DESIGN.md §3, Execution).
+    Argument errors never cancel sibling calls in a batch (:mod:`octos_tools.execution`).
     """
 
 

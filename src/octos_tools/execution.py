@@ -1,25 +1,30 @@
-"""Batch execution: Safe calls concurrently, any Exclusive call makes the batch serial
-(seed §6.2.5, reference §6.1).
+"""Batch execution: one model turn's tool calls (Safe calls together; a batch with an
+Exclusive call runs serially, in call order).
 
-``execute_batch`` gives exactly one result per call, in call order. After a failed call the
-calls that have not started get a synthetic ``cancelled`` result naming the failed sibling,
-except that argument errors (``invalid_json``, ``invalid_arguments``, ``args_too_large``)
-do not cancel siblings: the model only has to fix that one call.
+:func:`execute_batch` gives exactly one result per call, in call order. In a serial batch,
+after a failed call the calls that have not started get a synthetic ``cancelled`` result
+naming the failed sibling, except that argument errors (``invalid_json``,
+``invalid_arguments``, ``args_too_large``) do not cancel siblings: the model only has to
+fix that one call. Each call runs through :meth:`ToolSession.call
+<octos_tools.session.ToolSession.call>` (or the registry's default view), whose
+readers-writer lock keeps an Exclusive call alone against concurrent calls too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
 from .context import ToolContext
 from .errors import ErrorKind
 from .output import cap_output, redact_secrets
-from .registry import ToolRegistry
-from .tool import ConcurrencyClass, ToolResult
+from .tool import ConcurrencyClass, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
+    from .session import ToolSession
 
 __all__ = [
     "NON_CASCADING_KINDS",
@@ -27,33 +32,13 @@ __all__ = [
     "cap_output",
     "execute_batch",
     "redact_secrets",
+    "run_batch",
 ]
 
 #: Failure kinds that do not cancel the rest of a serial batch.
 NON_CASCADING_KINDS = frozenset(
     {ErrorKind.INVALID_JSON, ErrorKind.INVALID_ARGUMENTS, ErrorKind.ARGS_TOO_LARGE}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call of a model turn.
-
-    Attributes:
-        id: the model's tool-call id (echoed back with the result).
-        name: the tool name.
-        arguments: the raw argument string as sent, or parsed arguments.
-    """
-
-    id: str
-    name: str
-    arguments: str | bytes | Mapping[str, Any] | None = None
-
-
-def _context(ctx: ToolContext | None, call: ToolCall) -> ToolContext | None:
-    if ctx is None:
-        return ToolContext(tool_call_id=call.id)
-    return ctx.for_call(call.id)
 
 
 def _cancelled(call: ToolCall, failed: ToolCall) -> ToolResult:
@@ -66,44 +51,43 @@ def _cancelled(call: ToolCall, failed: ToolCall) -> ToolResult:
     )
 
 
-async def execute_batch(
-    registry: ToolRegistry,
+async def run_batch(
     calls: Sequence[ToolCall],
-    ctx: ToolContext | None = None,
+    run: Callable[[ToolCall], Awaitable[ToolResult]],
+    concurrency_class: Callable[[str], ConcurrencyClass],
 ) -> list[ToolResult]:
-    """Run one model turn's tool calls.
-
-    * every call Safe → all run concurrently;
-    * any call Exclusive → all run serially in call order; after a failure the remaining
-      calls get a ``cancelled`` result (argument errors excepted).
+    """The batch rule over any way of running one call.
 
     Args:
-        registry: the registry to run them in.
         calls: the calls, in the model's order.
-        ctx: a base context; each call gets a copy with its own ``tool_call_id``.
+        run: runs one call (e.g. a session's ``call``).
+        concurrency_class: the class of a tool name (unknown names: Safe).
 
     Returns:
-        One :class:`~octos_tools.tool.ToolResult` per call, in call order.
+        One result per call, in call order.
     """
     if not calls:
         return []
-    exclusive = any(registry.concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls)
+    exclusive = any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls)
     results: list[ToolResult | None] = [None] * len(calls)
     if not exclusive:
 
-        async def run(index: int, call: ToolCall) -> None:
-            results[index] = await registry.execute(call.name, call.arguments, _context(ctx, call))
+        async def one(index: int, call: ToolCall) -> None:
+            results[index] = await run(call)
 
-        async with anyio.create_task_group() as tg:
-            for index, call in enumerate(calls):
-                tg.start_soon(run, index, call)
+        if len(calls) == 1:
+            await one(0, calls[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(one, index, call)
     else:
         failed: ToolCall | None = None
         for index, call in enumerate(calls):
             if failed is not None:
                 results[index] = _cancelled(call, failed)
                 continue
-            result = await registry.execute(call.name, call.arguments, _context(ctx, call))
+            result = await run(call)
             results[index] = result
             if not result.success and result.error_kind not in NON_CASCADING_KINDS:
                 failed = call
@@ -111,3 +95,60 @@ async def execute_batch(
         r if r is not None else ToolResult.failure(ErrorKind.INTERNAL_ERROR, "no result")
         for r in results
     ]
+
+
+async def execute_batch(
+    target: ToolRegistry | ToolSession,
+    calls: Sequence[ToolCall],
+    ctx: ToolContext | None = None,
+) -> list[ToolResult]:
+    """Run one model turn's tool calls.
+
+    * every call Safe → all run concurrently, the batch holding the session's lock shared
+      (an Exclusive call of the session waits for the whole batch, so the batch sees one
+      state of the files);
+    * any call Exclusive → all run serially in call order, the batch holding the lock
+      alone; after a failure the remaining calls get a ``cancelled`` result (argument
+      errors excepted).
+
+    Args:
+        target: a :class:`~octos_tools.session.ToolSession` (its view and context), or a
+            :class:`~octos_tools.registry.ToolRegistry` (its default view).
+        calls: the calls, in the model's order.
+        ctx: a base context; each call gets a copy with its own ``tool_call_id`` (default:
+            the session's context, or a fresh one for a registry).
+
+    Returns:
+        One :class:`~octos_tools.tool.ToolResult` per call, in call order.
+    """
+    from .pipeline import run_call
+    from .session import ToolSession
+
+    if not calls:
+        return []
+    if isinstance(target, ToolSession):
+        registry = target.registry
+        view = target.view
+        base = target.ctx if ctx is None else registry.context_for(ctx, target)
+    else:
+        registry = target
+        view = registry.default_view
+        base = registry.context_for(ctx)
+
+    async def run(call: ToolCall) -> ToolResult:
+        call_ctx = base if call.id == base.tool_call_id else base.for_call(call.id)
+        return await run_call(view, call.name, call.arguments, call_ctx, locked=True)
+
+    concurrency_class = registry.concurrency_class
+    lock = view.lock
+    if any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls):
+        await lock.acquire_write()
+        try:
+            return await run_batch(calls, run, concurrency_class)
+        finally:
+            lock.release_write()
+    await lock.acquire_read()
+    try:
+        return await run_batch(calls, run, concurrency_class)
+    finally:
+        lock.release_read()

@@ -1,7 +1,10 @@
 """Typed Python functions as tools: ``@tool`` and :class:`FunctionTool`.
 
-pydantic builds the input schema from the type hints (``Annotated[..., Field(...)]``
-included) and the parameter descriptions from the docstring (Google ``Args:``, NumPy
+pydantic builds the arguments model from the type hints (``Annotated[..., Field(...)]``
+included) on :class:`~octos_tools.typed.ToolArgs`, so a function tool follows the same
+argument rules as every typed tool (strict JSON types, integral floats for integers,
+``null`` = absent for an optional field, unknown fields refused, up to five problems
+listed); the parameter descriptions come from the docstring (Google ``Args:``, NumPy
 ``Parameters`` or Sphinx ``:param x:`` style). A parameter typed
 :class:`~octos_tools.context.ToolContext` is injected and left out of the schema. Sync
 functions run in a worker thread, never on the event loop.
@@ -29,17 +32,17 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, overload
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
 from .context import ToolContext
-from .errors import ArgumentError, ErrorKind
-from .tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from .tool import ConcurrencyClass, JSONObject, ToolResult
+from .typed import ToolArgs, TypedTool
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -151,8 +154,8 @@ def _clean_schema(schema: JSONObject) -> JSONObject:
     return schema
 
 
-class FunctionTool(Tool):
-    """A :class:`~octos_tools.tool.Tool` made from a typed function (see :func:`tool`).
+class FunctionTool(TypedTool):
+    """A :class:`~octos_tools.typed.TypedTool` made from a typed function (see :func:`tool`).
 
     Calling the instance calls the wrapped function directly (handy in unit tests);
     ``__wrapped__`` is the function.
@@ -169,6 +172,8 @@ class FunctionTool(Tool):
     Raises:
         TypeError: for ``*args`` / ``**kwargs`` parameters or a parameter without a hint.
     """
+
+    validate_arguments = False  # the pipeline validates into ``Args`` (pydantic)
 
     def __init__(
         self,
@@ -192,10 +197,15 @@ class FunctionTool(Tool):
         self.cwd_bound = cwd_bound
         self._is_async = inspect.iscoroutinefunction(fn)
         self._context_params: list[str] = []
-        self._model = self._build_model(fn, doc_params)
-        self.input_schema = _clean_schema(self._model.model_json_schema())
+        self.Args = self._build_model(fn, doc_params)  # type: ignore[misc]
+        self.input_schema = _clean_schema(self.Args.model_json_schema())
 
-    def _build_model(self, fn: Callable[..., Any], doc_params: dict[str, str]) -> type[BaseModel]:
+    @property
+    def _model(self) -> type[ToolArgs]:
+        """The arguments model (``Args``)."""
+        return self.Args
+
+    def _build_model(self, fn: Callable[..., Any], doc_params: dict[str, str]) -> type[ToolArgs]:
         signature = inspect.signature(fn)
         try:
             hints = _parameter_hints(fn)
@@ -222,39 +232,40 @@ class FunctionTool(Tool):
             fields[param.name] = (annotation, field_info)
         model_name = "".join(part.capitalize() for part in self.name.split("_")) + "Args"
         return create_model(  # type: ignore[call-overload, no-any-return]
-            model_name, __config__=ConfigDict(extra="forbid"), **fields
+            model_name, __base__=ToolArgs, **fields
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        """Validate ``args`` with pydantic, call the function, convert its return value.
+    async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
+        """Call the function with validated ``args`` (an ``Args`` instance) and convert
+        its return value.
 
         Return conversion: a ``ToolResult`` as is; ``str`` as the output; ``None`` as an
         empty output; a pydantic model or any JSON value as JSON text (also placed in
         ``structured_metadata["result"]``).
         """
-        try:
-            model = self._model.model_validate(args)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(arguments)"
-            raise ArgumentError(
-                ErrorKind.INVALID_ARGUMENTS,
-                f"invalid arguments for {self.name!r}: field {where!r}: {first['msg']}",
-            ) from None
-        kwargs = {name: getattr(model, name) for name in type(model).model_fields}
-        for name in self._context_params:
-            kwargs[name] = ctx
+        kwargs = args.__dict__
+        if self._context_params:
+            kwargs = dict(kwargs)
+            for name in self._context_params:
+                kwargs[name] = ctx
         if self._is_async:
-            value = await typing.cast(Awaitable[Any], self.fn(**kwargs))
+            value = await self.fn(**kwargs)
         else:
             value = await anyio.to_thread.run_sync(partial(self.fn, **kwargs))
         return _to_result(value)
 
 
 def _to_result(value: Any) -> ToolResult:
+    kind = type(value)
+    if kind is int:  # the common scalars: no JSON round trip
+        return ToolResult(output=str(value), structured_metadata={"result": value})
+    if kind is bool:
+        return ToolResult(
+            output="true" if value else "false", structured_metadata={"result": value}
+        )
     if isinstance(value, ToolResult):
         return value
     if value is None:

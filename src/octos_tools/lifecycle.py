@@ -1,7 +1,7 @@
-"""LRU bookkeeping for active tools (seed §6.2.3–6.2.4, ``ToolLifecycle``).
+"""LRU bookkeeping for active tools (octos ``tools/registry.rs`` ``ToolLifecycle``).
 
 Pure bookkeeping: it decides *which* names to evict; the registry moves them to its deferred
-set. Three design choices of the seed are kept exactly:
+set. Three design choices of octos's ``ToolLifecycle`` are kept exactly:
 
 1. ``base_tools`` are never candidates, even when they alone fill every slot;
 2. only tools idle for at least ``idle_threshold`` iterations are candidates (no thrashing);
@@ -54,7 +54,7 @@ class ToolLifecycle:
         return self.iteration - self.last_used.get(name, 0)
 
     def find_evictable(self, active_names: Sequence[str]) -> list[str]:
-        """Names to evict so that at most ``max_active`` stay active (seed §6.2.4).
+        """Names to evict so that at most ``max_active`` stay active.
 
         Args:
             active_names: the currently active tool names (registered, not deferred, not

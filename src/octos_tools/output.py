@@ -1,6 +1,7 @@
 """Post-processing of every tool output: head/tail capping and secret redaction.
 
-Both run on every result the registry returns (reference §0.6): the cap keeps the
+Both run on every result the registry returns (as octos does,
+``crates/octos-agent/src/sanitize.rs``): the cap keeps the
 beginning (70 %) and the end (30 %) of an over-long output and states how many bytes were
 left out; redaction replaces credentials that look like API keys, bearer tokens and private
 keys, so a tool that reads a ``.env`` file does not hand the secret to the model provider.
@@ -14,7 +15,7 @@ from typing import Any
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "cap_output", "redact_secrets", "redact_value"]
 
 DEFAULT_MAX_OUTPUT_BYTES = 50_000
-"""Default output cap in bytes (reference §7)."""
+"""Default output cap in bytes (octos's default)."""
 
 _HEAD_SHARE = 0.7
 
@@ -66,32 +67,90 @@ def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
 # (markers, pattern): a pattern runs only when one of its markers occurs in the text (a
 # C-speed substring search), and every pattern starts with a literal so the regex engine can
 # skip ahead; the word boundary before a match is checked in ``_mask`` instead of with a
-# leading ``\b`` (which would disable that optimisation: ~30x slower on source files).
+# leading ``\b`` (which would disable that optimisation: ~30x slower on source files). A
+# pattern with a group named ``v`` redacts only that group (the value after a label).
+_B64 = r"[A-Za-z0-9+/]"
 _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
-    (markers, re.compile(pattern))
-    for markers, pattern in (
+    (markers, re.compile(pattern, flags))
+    for markers, pattern, flags in (
         (
             ("PRIVATE KEY-----",),
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
             r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+            0,
         ),
-        (("sk-",), r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-        (("AKIA", "ASIA"), r"A(?:KI|SI)A[0-9A-Z]{16}(?![0-9A-Za-z])"),
-        (("ghp_", "gho_", "ghs_", "ghr_", "ghu_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
-        (("github_pat_",), r"github_pat_[A-Za-z0-9_]{30,}"),
-        (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}"),
-        (("xox",), r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
-        (("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-        (("earer", "EARER"), r"(?i:bearer)\s+[A-Za-z0-9_\-\.=+/]{20,}"),
+        # the end of a key shown without its BEGIN line (tail, a cut output)
+        (
+            ("PRIVATE KEY-----",),
+            r"^(?P<v>(?:[A-Za-z0-9+/=]{16,}\r?\n)+)-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+            re.M,
+        ),
+        # a key body without BEGIN/END: 64-column base64 lines starting like a DER private
+        # key (MII…) or an OpenSSH key (b3BlbnNzaC1rZXktdjE = "openssh-key-v1")
+        (
+            ("MII", "b3BlbnNzaC1rZXktdjE"),
+            rf"^(?P<v>(?:MII|b3BlbnNzaC1rZXktdjE){_B64}{{61,67}}\r?\n(?:{_B64}{{64,70}}\r?\n)+)",
+            re.M,
+        ),
+        (("sk-",), r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
+        (
+            ("k_live_", "k_test_", "whsec_"),
+            r"(?:[sr]k_(?:live|test)_|whsec_)[A-Za-z0-9]{16,}",
+            0,
+        ),
+        (("AKIA", "ASIA"), r"A(?:KI|SI)A[0-9A-Z]{16}(?![0-9A-Za-z])", 0),
+        (
+            ("ecret", "ECRET"),
+            r"(?i:secret[_-]?access[_-]?key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})"
+            r"(?![A-Za-z0-9/+])",
+            0,
+        ),
+        (("ghp_", "gho_", "ghs_", "ghr_", "ghu_"), r"gh[pousr]_[A-Za-z0-9]{30,}", 0),
+        (("github_pat_",), r"github_pat_[A-Za-z0-9_]{30,}", 0),
+        (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}", 0),
+        (("hf_",), r"hf_[A-Za-z0-9]{30,}", 0),
+        (("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", 0),
+        (("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0),
+        (("dckr_pat_",), r"dckr_pat_[A-Za-z0-9_\-]{20,}", 0),
+        (("xox",), r"xox[abposer]-[A-Za-z0-9\-]{10,}", 0),
+        (("xapp-",), r"xapp-\d-[A-Za-z0-9\-]{20,}", 0),
+        (
+            ("hooks.slack.com/",),
+            r"hooks\.slack\.com/(?:services|workflows)/(?P<v>[A-Za-z0-9/_\-]{20,})",
+            0,
+        ),
+        (("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", 0),
+        (("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{20,}", 0),
+        (("ya29.",), r"ya29\.[A-Za-z0-9_\-]{20,}", 0),
+        (("SG.",), r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{20,}", 0),
+        (("AccountKey=",), r"AccountKey=(?P<v>[A-Za-z0-9+/]{40,}={0,2})", 0),
+        (("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
+        (("earer", "EARER"), r"(?i:bearer)\s+[A-Za-z0-9_\-\.=+/]{20,}", 0),
     )
 )
+
+_CERTIFICATE_BEFORE = re.compile(r"-----BEGIN [A-Z0-9 ]*(?:CERTIFICATE|PUBLIC KEY)-----\r?\n$")
 
 
 def _mask(match: re.Match[str]) -> str:
     secret = match.group(0)
     start = match.start()
-    if start and (match.string[start - 1].isalnum() or match.string[start - 1] == "_"):
+    labelled = "v" in match.re.groupindex
+    if (
+        not labelled
+        and start
+        and (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
+    ):
         return secret  # inside a longer word (e.g. "task-..."): not a credential
+    if labelled:
+        value = match.group("v")
+        if value.startswith(("MII", "b3BlbnNz")) and _CERTIFICATE_BEFORE.search(
+            match.string, max(0, start - 80), start
+        ):
+            return secret  # a certificate or public key body: public by design
+        cut = match.start("v") - start
+        tail = "\n" if value.endswith("\n") else ""
+        return secret[:cut] + "[credential-redacted]" + tail + secret[cut + len(value) :]
     if secret.startswith("-----BEGIN"):
         return "-----BEGIN PRIVATE KEY----- [credential-redacted] -----END PRIVATE KEY-----"
     if secret[:6].lower() == "bearer":
@@ -102,16 +161,31 @@ def _mask(match: re.Match[str]) -> str:
 def redact_secrets(text: str) -> str:
     """Replace credentials in ``text`` by their first 4 characters and a marker.
 
-    Recognised: OpenAI (``sk-…``) and Anthropic (``sk-ant-…``) keys, AWS access key ids,
-    GitHub and GitLab tokens, Slack tokens, Google API keys, ``Bearer`` tokens and PEM
-    private-key blocks (the octos sanitizer's credential list, reference §0.6). Long hex runs
-    and ``password = …`` assignments are *not* redacted: they are ordinary in source code and
-    redacting them would make the file impossible to edit.
+    Recognised: OpenAI (``sk-…``) and Anthropic (``sk-ant-…``) keys; Stripe secret and
+    restricted keys (``sk_live_``, ``rk_live_``, test keys, ``whsec_``); AWS access key
+    ids and secret access keys (after a ``secret_access_key`` / ``SecretAccessKey`` label);
+    GitHub (classic and fine-grained), GitLab, Hugging Face (``hf_``), npm (``npm_``), PyPI
+    and Docker Hub tokens; Slack tokens and webhook URLs; Google API keys, OAuth client
+    secrets and access tokens; SendGrid keys; Azure storage account keys; JWTs; ``Bearer``
+    tokens; PEM private-key blocks, the end of a key shown without its BEGIN line, and
+    64-column key bodies starting like a DER or OpenSSH private key. The octos sanitizer
+    (``crates/octos-agent/src/sanitize.rs``) is the starting list. Long hex runs,
+    UUIDs and ``password = …`` assignments are *not* redacted: they are ordinary in source
+    code and redacting them would make the file impossible to edit.
     """
     if not text:
         return text
+    present: dict[str, bool] = {}  # each marker is searched for once
     for markers, pattern in _SECRET_PATTERNS:
-        if any(m in text for m in markers):
+        hit = False
+        for m in markers:
+            found = present.get(m)
+            if found is None:
+                found = present[m] = m in text
+            if found:
+                hit = True
+                break
+        if hit:
             text = pattern.sub(_mask, text)
     return text
 

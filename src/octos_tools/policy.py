@@ -1,10 +1,13 @@
-"""Tool policies: allow / deny / require_tags with deny-wins semantics (seed §6.3).
+"""Tool policies: allow / deny / require_tags with deny-wins semantics (octos
+``crates/octos-agent/src/tools/policy.rs``).
 
-An entry of ``allow`` or ``deny`` is one of, tried in this order (reference §3.2):
+An entry of ``allow`` or ``deny`` is one of, tried in this order (octos ``policy.rs``):
 
-1. ``group:NAME``: a group of :data:`GROUPS` (the seed's table; reference §3.5), matching
-   its members. Groups registered at run time (``group:mcp:<server>``) are added with
-   :func:`register_group`.
+1. ``group:NAME``: a group of the registry's group table, matching its members. The table
+   starts as :data:`GROUPS` (the octos table, ``crates/octos-agent/src/tools/policy.rs``);
+   each :class:`~octos_tools.registry.ToolRegistry` keeps its own copy, to which mounting
+   an MCP server adds ``group:mcp:<server>`` (:meth:`~octos_tools.registry.ToolRegistry.add_group`).
+   Nothing module-global changes after import.
 2. ``prefix*``: every name starting with ``prefix`` (``*`` alone matches everything).
 3. an exact tool name.
 
@@ -14,14 +17,18 @@ Unknown ``group:`` names fall through to exact matching and so never match a rea
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 __all__ = [
+    "DENY_ALIASES",
+    "EQUIVALENT_NAMES",
     "GROUPS",
     "GROUP_DESCRIPTIONS",
+    "GroupTable",
     "PolicyDecision",
     "PolicyReason",
     "ToolPolicy",
@@ -32,8 +39,11 @@ __all__ = [
     "resolve_provider_policy",
 ]
 
-#: The seed's group table (reference §3.5). Order matters: the *first* group containing a
-#: tool is the one activated when a deferred tool is called.
+GroupTable = Mapping[str, Sequence[str]]
+"""A group table: ``"group:NAME" -> member tool names`` (order matters, see :data:`GROUPS`)."""
+
+#: The octos group table (``crates/octos-agent/src/tools/policy.rs``). Order matters: the
+#: *first* group containing a tool is the one activated when a deferred tool is called.
 GROUPS: dict[str, tuple[str, ...]] = {
     "group:fs": ("read_file", "write_file", "apply_patch", "edit_file", "diff_edit"),
     "group:runtime": ("shell", "exec_command", "write_stdin", "bash"),
@@ -85,8 +95,30 @@ GROUP_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+#: Names a policy also consults for a tool (octos ``policy.rs``): denying ``spawn`` also
+#: refuses ``spawn_agent``; denying ``read_task_output`` also refuses ``wait_agent``; ``bash``
+#: (Codex's name) is ``exec_command``.
+EQUIVALENT_NAMES: Mapping[str, tuple[str, ...]] = {
+    "spawn_agent": ("spawn_agent", "spawn"),
+    "delegate": ("delegate", "spawn_agent", "spawn"),
+    "wait_agent": ("wait_agent", "read_task_output"),
+    "bash": ("bash", "exec_command"),
+}
+
+#: Tools that do exactly what another does (``bash`` is Codex's alias of ``exec_command``):
+#: a deny entry naming the original denies the alias too, so an alias is never a way round
+#: a deny list (hard policies, and a call context's ``ToolPermissions``).
+DENY_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "bash": ("exec_command",),
+    "delegate": ("spawn_agent",),
+}
+
+
 def register_group(name: str, members: Iterable[str], description: str = "") -> None:
-    """Add or replace a group at run time (e.g. ``group:mcp:<server>``).
+    """Deprecated: add a group to the module-global :data:`GROUPS`.
+
+    Use :meth:`octos_tools.registry.ToolRegistry.add_group`, which adds the group to one
+    registry only (a mount in one registry must not change another's ``group:`` names).
 
     Args:
         name: the full group name, starting with ``group:``.
@@ -94,12 +126,17 @@ def register_group(name: str, members: Iterable[str], description: str = "") -> 
         description: a one-line description.
 
     Raises:
-        ValueError: if ``name`` does not start with ``group:`` or names a seed group.
+        ValueError: if ``name`` does not start with ``group:`` or names a group of the octos table.
     """
     if not name.startswith("group:"):
         raise ValueError(f"group names start with 'group:', got {name!r}")
     if name in _SEED_GROUPS:
-        raise ValueError(f"{name!r} is a built-in group of the seed's table and cannot change")
+        raise ValueError(f"{name!r} is a built-in group of the octos table and cannot change")
+    warnings.warn(
+        "policy.register_group changes every registry of the process; use ToolRegistry.add_group",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     GROUPS[name] = tuple(dict.fromkeys(members))
     GROUP_DESCRIPTIONS[name] = description or name
 
@@ -107,23 +144,26 @@ def register_group(name: str, members: Iterable[str], description: str = "") -> 
 _SEED_GROUPS = frozenset(GROUPS)
 
 
-def group_members(group: str) -> tuple[str, ...]:
-    """Members of ``group`` (``()`` for an unknown group)."""
-    return GROUPS.get(group, ())
+def group_members(group: str, groups: GroupTable | None = None) -> tuple[str, ...]:
+    """Members of ``group`` in ``groups`` (default :data:`GROUPS`); ``()`` when unknown."""
+    return tuple((GROUPS if groups is None else groups).get(group, ()))
 
 
-def first_group_of(name: str) -> str | None:
-    """The first group of the table containing ``name``, or ``None``."""
-    for group, members in GROUPS.items():
+def first_group_of(name: str, groups: GroupTable | None = None) -> str | None:
+    """The first group of ``groups`` (default :data:`GROUPS`) containing ``name``, or
+    ``None``."""
+    for group, members in (GROUPS if groups is None else groups).items():
         if name in members:
             return group
     return None
 
 
-def entry_matches(entry: str, name: str) -> bool:
-    """Whether one policy entry matches a tool name (reference §3.2)."""
-    if entry in GROUPS:
-        return name in GROUPS[entry]
+def entry_matches(entry: str, name: str, groups: GroupTable | None = None) -> bool:
+    """Whether one policy entry matches a tool name (octos ``policy.rs`` order: group,
+    prefix, exact name); ``groups`` is the group table (default :data:`GROUPS`)."""
+    table = GROUPS if groups is None else groups
+    if entry in table:
+        return name in table[entry]
     if entry.endswith("*"):
         return name.startswith(entry[:-1])
     return entry == name
@@ -135,7 +175,7 @@ class PolicyReason(str, Enum):
     ALLOWED_NO_ALLOW_LIST = "allowed_no_allow_list"
     ALLOWED_BY_ENTRY = "allowed_by_entry"
     POLICY_DENY = "policy_deny"
-    """Matched a ``deny`` entry (the seed's metric reason)."""
+    """Matched a ``deny`` entry (octos's metric reason)."""
     NOT_IN_ALLOW_LIST = "not_in_allow_list"
     MISSING_REQUIRED_TAG = "missing_required_tag"
 
@@ -165,7 +205,7 @@ class PolicyDecision:
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """Which tools may be used: ``allow``, ``deny`` and ``require_tags`` (seed §6.3).
+    """Which tools may be used: ``allow``, ``deny`` and ``require_tags`` (octos ``policy.rs``).
 
     Rules: deny always wins; an empty ``allow`` list allows everything not denied;
     ``require_tags``: a tool passes if it has no tags or shares one with the list.
@@ -198,7 +238,12 @@ class ToolPolicy:
         return not (self.allow or self.deny or self.require_tags)
 
     def evaluate(
-        self, name: str, tags: Sequence[str] = (), *, check_tags: bool = True
+        self,
+        name: str,
+        tags: Sequence[str] = (),
+        *,
+        check_tags: bool = True,
+        groups: GroupTable | None = None,
     ) -> PolicyDecision:
         """Decide for one tool, with the reason and the entry that decided.
 
@@ -206,15 +251,17 @@ class ToolPolicy:
             name: the tool name.
             tags: the tool's tags (for ``require_tags``).
             check_tags: apply ``require_tags`` (``False`` gives the name-only verdict).
+            groups: the group table ``group:`` entries refer to (a registry passes its
+                own; default :data:`GROUPS`).
         """
         for entry in self.deny:
-            if entry_matches(entry, name):
+            if entry_matches(entry, name, groups):
                 return PolicyDecision(
                     False, PolicyReason.POLICY_DENY, entry, f"{name!r} matches deny entry {entry!r}"
                 )
         if self.allow:
             for entry in self.allow:
-                if entry_matches(entry, name):
+                if entry_matches(entry, name, groups):
                     decision = PolicyDecision(
                         True,
                         PolicyReason.ALLOWED_BY_ENTRY,
@@ -296,7 +343,7 @@ class ToolPolicy:
 def resolve_provider_policy(
     by_provider: Mapping[str, ToolPolicy], provider: str | None, model: str | None
 ) -> tuple[str, ToolPolicy] | None:
-    """Pick the provider policy for a model (reference §3.7).
+    """Pick the provider policy for a model (octos ``crates/octos-cli/src/config.rs``).
 
     The key equal to the exact ``model`` id wins, then the key equal to ``provider``;
     no prefix matching.

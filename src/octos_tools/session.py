@@ -1,30 +1,45 @@
-"""Loop placement for hosts: :class:`ToolSession` (seed §6.2.4, reference §6.5).
+"""Host sessions: :class:`ToolSession`, the one way a host runs tool calls.
 
-The seed places LRU housekeeping *before* each model request, not after tool calls: the
-loop calls ``tick()``, then ``auto_evict()``, then ``specs()``, so evictions shape the
-next request's tool declarations. A :class:`ToolSession` wraps one registry and one base
-:class:`~octos_tools.context.ToolContext` and does exactly that, so the MCP server and the
-agent loop share one implementation::
+A session owns its own activation / deferral / LRU state (a
+:class:`~octos_tools.registry.ToolView`) over one shared
+:class:`~octos_tools.registry.ToolRegistry` of tools and policies: one session per agent
+loop, per ``octos-tools call``, per MCP connection (each stdio connection, each HTTP
+session). What one session activates, evicts or hides never changes another's tools.
+
+Placement of the LRU housekeeping (octos ``ToolLifecycle``): *before* each model request,
+not after tool calls: ``tick``, then evict, then the specs, so evictions shape the next
+request's tool declarations::
 
     session = ToolSession(registry)
     while True:
-        specs = session.before_model_request()      # tick → auto_evict → specs
+        specs = session.before_model_request()      # tick → evict → specs
         if session.changed:
             ...                                       # e.g. MCP tools/list_changed
         calls = await model(specs)
         results = await session.after_tool_calls(calls)
+
+:meth:`ToolSession.specs` is a pure read (an MCP ``tools/list``): nothing ticks, nothing is
+evicted. Concurrency: Safe calls of a session run together; an Exclusive call runs alone
+(no other call of the session overlaps it, whether the calls come in one batch or as
+concurrent :meth:`ToolSession.call` s).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .context import ToolContext
 from .execution import ToolCall, execute_batch
-from .registry import ToolRegistry
-from .tool import ToolResult, ToolSpec
+from .lifecycle import ToolLifecycle
+from .pipeline import run_call
+from .policy import PolicyDecision
+from .tool import Tool, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from .registry import CatalogEntry, ToolRegistry, ToolView
+    from .tasks import TaskSupervisor
 
 __all__ = ["SPEC_WARNING_THRESHOLD", "ToolSession"]
 
@@ -32,21 +47,32 @@ logger = logging.getLogger("octos_tools.session")
 
 SPEC_WARNING_THRESHOLD = 25
 """More visible specs than this on the first request logs a warning (octos does the same:
-a model offered that many tools chooses worse, reference §6.5)."""
+a model offered that many tools chooses worse)."""
 
 
 class ToolSession:
-    """One host session over a :class:`~octos_tools.registry.ToolRegistry`.
+    """One host session over a shared :class:`~octos_tools.registry.ToolRegistry`.
 
     Args:
-        registry: the registry the session serves (its LRU state is per session).
+        registry: the shared registry (tools, policies, groups, configured defaults).
         ctx: the base context of every call (workspace, session key, approval
-            callbacks, ...); each call gets a copy with its own ``tool_call_id``. When
-            ``None`` a context with the registry's workspace and session key is used.
+            callbacks, ...); each call gets a copy with its own ``tool_call_id``, with
+            ``registry`` and ``session`` set. When ``None`` a context with the registry's
+            workspace and session key is used.
+        evict: let :meth:`before_model_request` evict idle tools (``False`` for hosts
+            without a signal of model turns, e.g. ``serve``: the list then only grows by
+            activations).
+        owns_registry: :meth:`aclose` closes the registry too (its tools, processes and
+            background tasks). Leave it ``False`` when several sessions share the
+            registry: the host closes it once, after the last session.
+        lifecycle: this session's LRU state; default a copy of the registry's settings
+            and base tools with fresh counters.
 
     Attributes:
-        registry: the wrapped registry.
+        registry: the shared registry.
+        view: this session's :class:`~octos_tools.registry.ToolView`.
         ctx: the base context.
+        evict: whether :meth:`before_model_request` evicts.
         requests: how many times :meth:`before_model_request` ran.
         changed: whether the specs returned by the last :meth:`before_model_request`
             differ (names, order or descriptions) from the ones it returned before; ``True``
@@ -56,35 +82,46 @@ class ToolSession:
         evicted: the names the last :meth:`before_model_request` evicted (``[]`` if none).
     """
 
-    def __init__(self, registry: ToolRegistry, ctx: ToolContext | None = None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        ctx: ToolContext | None = None,
+        *,
+        evict: bool = True,
+        owns_registry: bool = False,
+        lifecycle: ToolLifecycle | None = None,
+    ) -> None:
         self.registry = registry
-        self.ctx = (
-            ctx
-            if ctx is not None
-            else ToolContext(
-                workspace=registry.workspace, session_key=registry.session_key, registry=registry
-            )
-        )
+        self.view: ToolView = registry.attach_view(lifecycle, owner=self)
+        self.view.on_change = self._fire
+        self.ctx = registry.context_for(ctx, self)
+        self.evict = evict
+        self.owns_registry = owns_registry
         self.requests = 0
         self.changed = False
         self.evicted: list[str] = []
+        self._listeners: list[Callable[[ToolSession], None]] = []
         self._last_specs: list[ToolSpec] | None = None
         self._last_view: tuple[tuple[str, str], ...] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ model turns
 
     def before_model_request(self) -> list[ToolSpec]:
-        """Housekeeping before one model request: ``tick()`` → ``auto_evict()`` →
-        ``specs()`` (seed §6.2.4 order).
+        """Housekeeping before one model request: tick → evict (unless ``evict`` is off)
+        → :meth:`specs` (the octos ``ToolLifecycle`` order).
 
         Sets :attr:`changed` and :attr:`evicted`.
 
         Returns:
-            The specs to declare in the request (the registry's cached list; read-only).
+            The specs to declare in the request (cached; read-only).
         """
-        self.registry.tick()
-        self.evicted = self.registry.auto_evict()
+        view = self.view
+        view.tick()
+        self.evicted = view.auto_evict() if self.evict else []
         if self.evicted:
             logger.debug("evicted idle tools before request: %s", self.evicted)
-        specs = self.registry.specs()
+        specs = view.specs()
         self.requests += 1
         self.changed = self._update_view(specs)
         if self.requests == 1 and len(specs) > SPEC_WARNING_THRESHOLD:
@@ -96,15 +133,22 @@ class ToolSession:
             )
         return specs
 
+    def specs(self) -> list[ToolSpec]:
+        """The specs of this session's visible tools, in registration order.
+
+        A pure read (an MCP ``tools/list``): nothing ticks, nothing is evicted; the same
+        list object is returned while nothing changes. Treat it as read-only.
+        """
+        return self.view.specs()
+
     def current_specs(self) -> list[ToolSpec]:
-        """The specs as they are now, without ticking (e.g. for an MCP ``tools/list`` that
-        is not tied to a model request)."""
-        return self.registry.specs()
+        """Same as :meth:`specs` (kept for hosts written before it)."""
+        return self.view.specs()
 
     def specs_changed(self) -> bool:
-        """Whether the registry's specs differ from the ones last returned by
-        :meth:`before_model_request` (no side effect on the LRU)."""
-        specs = self.registry.specs()
+        """Whether :meth:`specs` differs from the list last returned by
+        :meth:`before_model_request` (no side effect)."""
+        specs = self.view.specs()
         if specs is self._last_specs:
             return False
         return _view(specs) != self._last_view
@@ -118,32 +162,186 @@ class ToolSession:
         self._last_view = view
         return changed
 
-    async def after_tool_calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        """Run one model turn's tool calls with :func:`~octos_tools.execution.execute_batch`
-        (Safe calls concurrently, any Exclusive call makes the batch serial).
+    # ------------------------------------------------------------------ calls
 
-        Args:
-            calls: the calls in the model's order.
-
-        Returns:
-            One result per call, in call order.
-        """
-        return await execute_batch(self.registry, calls, self.ctx)
-
-    async def call(
+    def call(
         self,
         name: str,
         arguments: str | bytes | Mapping[str, Any] | None = None,
         *,
         tool_call_id: str = "",
-    ) -> ToolResult:
-        """Run one tool call outside a batch (an MCP ``tools/call``), with the session's
-        context. Never raises for a bad call: failures are failed results."""
-        return await self.registry.execute(name, arguments, self.ctx.for_call(tool_call_id))
+        ctx: ToolContext | None = None,
+    ) -> Coroutine[Any, Any, ToolResult]:
+        """Run one tool call (an MCP ``tools/call``, one call of a batch) through the
+        pipeline of :mod:`octos_tools.pipeline`, in this session.
+
+        Args:
+            name: the tool name the model asked for.
+            arguments: the raw argument string exactly as sent, parsed arguments, or
+                ``None``.
+            tool_call_id: the model's id of the call.
+            ctx: a context for this call instead of the session's (``registry`` and
+                ``session`` are set on a copy).
+
+        Returns:
+            A coroutine (``await session.call(...)``) whose value is the result. Never
+            raises for a bad call: failures are failed results. (A plain method returning
+            the pipeline's coroutine: one coroutine frame less per call.)
+        """
+        base = self.ctx if ctx is None else self.registry.context_for(ctx, self)
+        if tool_call_id != base.tool_call_id:
+            base = base.for_call(tool_call_id)
+        return run_call(self.view, name, arguments, base)
+
+    async def after_tool_calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run one model turn's tool calls with
+        :func:`~octos_tools.execution.execute_batch` (Safe calls concurrently, a batch with
+        an Exclusive call serially, cancelling after a failure).
+
+        Returns:
+            One result per call, in call order.
+        """
+        return await execute_batch(self, calls)
+
+    # ------------------------------------------------------------------ this session's state
+
+    @property
+    def lifecycle(self) -> ToolLifecycle:
+        """This session's LRU state."""
+        return self.view.lifecycle
+
+    def activate(self, names: str | Iterable[str]) -> list[str]:
+        """Un-defer groups (``"group:web"``) or single names in this session only.
+
+        Returns:
+            The names activated, in order (``[]`` when none was deferred).
+        """
+        items = [names] if isinstance(names, str) else list(names)
+        activated: list[str] = []
+        for item in items:
+            activated.extend(n for n in self.view.activate(item) if n not in activated)
+        return activated
+
+    def deferred_names(self) -> list[str]:
+        """This session's deferred tool names, sorted."""
+        return self.view.deferred_names()
+
+    def is_deferred(self, name: str) -> bool:
+        """Whether ``name`` is deferred in this session."""
+        return self.view.is_deferred(name)
+
+    def hide(self, names: Iterable[str]) -> None:
+        """Leave ``names`` out of this session's specs (e.g. ``request_user_input`` for a
+        client without elicitation). They stay callable by name."""
+        self.view.hide(names)
+
+    def is_visible(self, name: str) -> bool:
+        """Whether ``name`` is in this session's :meth:`specs`."""
+        return self.view.is_visible(name)
+
+    def is_visible_post_activation(self, name: str) -> bool:
+        """Whether ``name`` would be in :meth:`specs` once activated."""
+        return self.view.is_visible_post_activation(name)
+
+    def visible_names(self) -> list[str]:
+        """Names in :meth:`specs`, in registration order."""
+        return self.view.visible_names()
+
+    def catalog(self) -> list[CatalogEntry]:
+        """This session's live catalog (states as this session sees them)."""
+        return self.view.catalog()
+
+    def tick(self) -> int:
+        """Advance this session's LRU iteration."""
+        return self.view.tick()
+
+    def auto_evict(self) -> list[str]:
+        """Evict this session's idlest tools over ``max_active``; returns their names."""
+        return self.view.auto_evict()
+
+    # ------------------------------------------------------------------ shared registry reads
+
+    def evaluate(self, name: str) -> PolicyDecision:
+        """The registry's policy verdict for ``name`` (policies are shared)."""
+        return self.registry.evaluate(name)
+
+    def get(self, name: str) -> Tool | None:
+        """The registered tool called ``name``, or ``None``."""
+        return self.registry.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.registry
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        """The registry's group table."""
+        return self.registry.groups
+
+    def group_of(self, name: str) -> str | None:
+        """The first group of the registry's table containing ``name``."""
+        return self.registry.group_of(name)
+
+    @property
+    def supervisor(self) -> TaskSupervisor:
+        """The registry's background task supervisor."""
+        return self.registry.supervisor
+
+    # ------------------------------------------------------------------ listeners
+
+    def add_listener(self, callback: Callable[[ToolSession], None]) -> None:
+        """Call ``callback(session)`` after every change that may change this session's
+        :meth:`specs`: a mutation of the shared registry or a change of this session's own
+        state (activation, eviction, hiding). Other sessions' changes do not call it.
+        Hosts use it for MCP ``notifications/tools/list_changed``."""
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[ToolSession], None]) -> None:
+        """Undo :meth:`add_listener` (no error if absent)."""
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def _fire(self) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(self)
+            except Exception:
+                logger.exception("session listener failed")
+
+    # ------------------------------------------------------------------ teardown
 
     async def aclose(self) -> None:
-        """Close the registry (tools, processes, background tasks)."""
-        await self.registry.aclose()
+        """End the session: release what it started, stop its listeners and detach its view
+        from the registry.
+
+        Every tool of the registry gets :meth:`Tool.session_closed
+        <octos_tools.tool.Tool.session_closed>` with this session (command sessions and
+        browsers the session's calls started are closed there). The shared registry's
+        tools themselves (and their processes, connections, background tasks of other
+        sessions) are closed only when the session owns the registry
+        (``owns_registry=True``): other sessions may still be using them. Idempotent.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._listeners.clear()
+        self.registry.detach_view(self.view)
+        seen: set[int] = set()
+        for tool in self.registry.tools():
+            if id(tool) in seen:
+                continue
+            seen.add(id(tool))
+            try:
+                await tool.session_closed(self)
+            except Exception:
+                logger.exception("tool %r failed to release a closed session", tool.name)
+        if self.owns_registry:
+            await self.registry.aclose()
+
+    async def __aenter__(self) -> ToolSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _view(specs: Sequence[ToolSpec]) -> tuple[tuple[str, str], ...]:

@@ -1,6 +1,6 @@
 """Background tasks: :class:`TaskSupervisor`, task handles and per-task output logs.
 
-Spawn-only tools (reference §6.3) and sub-agents (``spawn_agent``) run as supervised
+Spawn-only tools (octos ``tools/spawn.rs``) and sub-agents (``spawn_agent``) run as supervised
 background tasks. Each task has an id (its *task handle*), an owner session, a status, a
 result, and an append-only UTF-8 output log on disk that ``read_task_output`` reads in
 pieces, so a large output never floods the model's context.

@@ -1,4 +1,5 @@
-"""The tool model: :class:`Tool`, :class:`ToolResult`, :class:`ToolSpec` (seed §6.1).
+"""The tool model: :class:`Tool`, :class:`ToolResult`, :class:`ToolSpec`, :class:`ToolCall`
+(octos ``crates/octos-agent/src/tools/mod.rs``).
 
 A tool has a declaration part (name, description, JSON-Schema input: together its
 :class:`ToolSpec`, what the model sees), an execution part (``execute`` /
@@ -29,6 +30,7 @@ __all__ = [
     "ResourceContent",
     "TokenUsage",
     "Tool",
+    "ToolCall",
     "ToolResult",
     "ToolSpec",
 ]
@@ -38,7 +40,7 @@ JSONObject = dict[str, Any]
 
 
 class ConcurrencyClass(str, Enum):
-    """Whether a tool may run beside others in one batch (seed §6.2.5).
+    """Whether a tool may run beside others in one batch (octos ``agent/execution.rs``).
 
     ``SAFE``: read-only or side-effect free; a batch of only Safe calls runs concurrently.
     ``EXCLUSIVE``: writes files, starts processes or changes state; one Exclusive call
@@ -139,7 +141,7 @@ def _content_to_dict(block: ContentBlock) -> JSONObject:
 
 @dataclass(slots=True)
 class ToolResult:
-    """What a tool call produced (seed §6.1 ``ToolResult``).
+    """What a tool call produced (octos ``tools/mod.rs`` ``ToolResult``).
 
     Attributes:
         output: the text returned to the model.
@@ -178,7 +180,7 @@ class ToolResult:
         """A failed result carrying ``{"error": {"kind", "message"}}``.
 
         Args:
-            kind: the error kind (DESIGN.md §5).
+            kind: the error kind (:class:`~octos_tools.errors.ErrorKind`).
             message: what went wrong, for the model.
             output: the text shown to the model; by default ``"Error [kind]: message"``.
             metadata: extra keys merged into ``structured_metadata`` beside ``error``.
@@ -214,7 +216,7 @@ class ToolResult:
             return None
 
     def to_dict(self) -> JSONObject:
-        """The JSON shape of DESIGN.md §6 (``octos-tools call --json``)."""
+        """The JSON shape of ``octos-tools call --json`` (docs/cli.md)."""
         return {
             "success": self.success,
             "output": self.output,
@@ -232,6 +234,22 @@ class ToolResult:
             "structured_metadata": self.structured_metadata,
             "content": [_content_to_dict(block) for block in self.content],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a model turn (what :mod:`octos_tools.formats` parses out of a
+    provider's message; also re-exported from :mod:`octos_tools.execution`).
+
+    Attributes:
+        id: the model's tool-call id (echoed back with the result).
+        name: the tool name.
+        arguments: the raw argument string as sent, or parsed arguments.
+    """
+
+    id: str
+    name: str
+    arguments: str | bytes | Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,42 +275,29 @@ class ToolSpec:
     tags: tuple[str, ...] = ()
 
     def to_openai(self) -> JSONObject:
-        """OpenAI Chat Completions ``tools`` entry: ``{"type": "function", "function": …}``."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.input_schema,
-            },
-        }
+        """OpenAI Chat Completions ``tools`` entry (delegates to
+        :func:`octos_tools.formats.openai.spec_to_openai`)."""
+        from .formats.openai import spec_to_openai
+
+        return spec_to_openai(self)
 
     def to_anthropic(self) -> JSONObject:
-        """Anthropic Messages ``tools`` entry: ``{"name", "description", "input_schema"}``."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-        }
+        """Anthropic Messages ``tools`` entry (delegates to
+        :func:`octos_tools.formats.anthropic.spec_to_anthropic`)."""
+        from .formats.anthropic import spec_to_anthropic
+
+        return spec_to_anthropic(self)
 
     def to_mcp(self) -> JSONObject:
-        """MCP ``Tool`` object (``tools/list``) with ``readOnlyHint`` / ``destructiveHint``."""
-        annotations: JSONObject = {
-            "title": self.title or self.name,
-            "readOnlyHint": self.read_only,
-            "destructiveHint": self.destructive,
-        }
-        return {
-            "name": self.name,
-            "title": self.title or self.name,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "annotations": annotations,
-        }
+        """MCP ``Tool`` object of ``tools/list`` (delegates to
+        :func:`octos_tools.formats.mcp.spec_to_mcp`)."""
+        from .formats.mcp import spec_to_mcp
+
+        return spec_to_mcp(self)
 
 
 class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
-    """Abstract base class of every tool (seed §6.1 ``Tool`` trait).
+    """Abstract base class of every tool (octos ``tools/mod.rs`` ``Tool`` trait).
 
     Subclasses set the class attributes (or override them as properties) and implement
     :meth:`execute` or :meth:`execute_with_context` (at least one: instantiating a class
@@ -351,7 +356,7 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
         """Run the tool with its :class:`~octos_tools.context.ToolContext`.
 
         The default calls :meth:`execute`; the context is still readable there through
-        :func:`~octos_tools.context.current_context` (the seed's ``TOOL_CTX``).
+        :func:`~octos_tools.context.current_context` (octos's task-local ``TOOL_CTX``).
         """
         return await self.execute(args)
 
@@ -389,6 +394,14 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Release resources (processes, sessions); called by ``ToolRegistry.aclose``."""
+
+    async def session_closed(self, session: object) -> None:  # noqa: B027 - optional hook
+        """Release what the host session ``session`` (a
+        :class:`~octos_tools.session.ToolSession`, the ``ctx.session`` of its calls)
+        started: its command sessions, its browser, ... Called by
+        :meth:`ToolSession.aclose <octos_tools.session.ToolSession.aclose>` on every tool of
+        the registry; the tool itself stays open for the other sessions. Errors are logged,
+        never raised to the host."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -9,61 +9,62 @@ A built-in tool declares::
 
         class Args(ToolArgs):
             path: str = Field(description="File path, relative to the workspace.")
-            start_line: int | None = Field(None, ge=1, description="First line (1-based).")
+            start_line: int = Field(1, ge=1, description="First line (1-based).")
 
         async def run(self, args: Args, ctx: ToolContext) -> ToolResult:
             ...
 
-Argument rules (the field's way, as OpenAI's strict mode and Codex read them):
+Prefer ``int = 1`` to ``int | None = None`` for an optional field: ``null`` is read as
+absent anyway, and the schema the model reads stays lean (no ``anyOf`` with ``null``).
+
+Argument rules (the field's way, as OpenAI's strict mode and Codex read them; the same
+rules as JSON-schema tools, :func:`octos_tools.arguments.validate_arguments`):
 
 * nothing is coerced: ``"false"`` is not ``false``, ``"5"`` is not ``5``;
 * an integer field accepts an integral number sent as ``2.0`` or ``1e2`` (models do this);
-* ``null`` for an optional field means the field is absent;
+* ``null`` for a field that is not required and does not admit null means the field is
+  absent (its default applies);
 * a JSON-encoded string where the field wants an array or object is decoded once;
 * unknown fields are refused (``extra="forbid"``).
 
-Validation errors become :class:`~octos_tools.errors.ArgumentError` (``invalid_arguments``)
-with a message listing up to five problems, missing required fields first.
+Validation runs in pydantic's JSON mode (strict): the raw JSON text of a call is validated
+straight into the model (``model_validate_json``), and arguments that arrive parsed are
+validated the same way, so an enum, a ``Path`` or a tuple field reads a JSON value
+exactly as it would from the wire. The leniencies above are applied only when strict
+validation fails (the common call pays nothing for them). Validation errors become
+:class:`~octos_tools.errors.ArgumentError` (``invalid_arguments``) with a message listing
+up to five problems, missing required fields first, saying what was sent (``got null``,
+``got a string``, ...).
+
+Use :func:`validate_json_arguments` / :func:`validate_arguments_of` (or
+:meth:`TypedTool.parse_args`) to apply the rules; ``Args.model_validate`` alone is plain
+strict pydantic.
 """
 
 from __future__ import annotations
 
 import json
-import types
 import typing
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .arguments import apply_leniencies, describe_value, join_problems
 from .context import ToolContext, current_context
-from .errors import ArgumentError, ErrorKind
+from .errors import ArgumentError
 from .tool import JSONObject, Tool, ToolResult
 
-__all__ = ["ToolArgs", "TypedTool", "format_validation_error", "json_schema_of"]
+__all__ = [
+    "ToolArgs",
+    "TypedTool",
+    "format_validation_error",
+    "json_schema_of",
+    "validate_arguments_of",
+    "validate_json_arguments",
+]
 
-_MAX_PROBLEMS = 5
-
-
-def _base_kinds(annotation: Any) -> set[str]:
-    """Which of ``int`` / ``array`` / ``object`` an annotation can be (Optional unwrapped)."""
-    kinds: set[str] = set()
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _base_kinds(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            kinds |= _base_kinds(arg)
-        return kinds
-    target = origin or annotation
-    if target is int:
-        kinds.add("int")
-    elif target in (list, tuple, set, frozenset) or (
-        isinstance(target, type) and issubclass(target, (list, tuple))
-    ):
-        kinds.add("array")
-    elif target is dict or (isinstance(target, type) and issubclass(target, (dict, BaseModel))):
-        kinds.add("object")
-    return kinds
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 class ToolArgs(BaseModel):
@@ -73,58 +74,9 @@ class ToolArgs(BaseModel):
     description is what the model reads, so keep it short and exact.
     """
 
+    # defer_build: a model's validator is built on its first call, not at import: a one-shot
+    # ``octos-tools call`` imports every built-in family but validates one tool's arguments.
     model_config = ConfigDict(strict=True, extra="forbid", frozen=False)
-
-    _field_kinds: ClassVar[dict[str, set[str]]] = {}
-    _optional_fields: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        cls._field_kinds = {
-            name: kinds
-            for name, info in cls.model_fields.items()
-            if (kinds := _base_kinds(info.annotation))
-        }
-        # null for an optional field means the field is absent (its default applies)
-        cls._optional_fields = tuple(
-            name for name, info in cls.model_fields.items() if not info.is_required()
-        )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _field_leniencies(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        out = data
-        for name in cls._optional_fields:
-            if name in data and data[name] is None:
-                if out is data:
-                    out = dict(data)
-                del out[name]
-        for name, kinds in cls._field_kinds.items():
-            if name not in data:
-                continue
-            value = data[name]
-            new = value
-            if "int" in kinds and isinstance(value, float) and value.is_integer():
-                new = int(value)
-            elif isinstance(value, str) and ("array" in kinds or "object" in kinds):
-                stripped = value.lstrip()
-                if stripped[:1] in ("[", "{"):
-                    try:
-                        decoded = json.loads(value)
-                    except ValueError:
-                        decoded = None
-                    if (isinstance(decoded, list) and "array" in kinds) or (
-                        isinstance(decoded, dict) and "object" in kinds
-                    ):
-                        new = decoded
-            if new is not value:
-                if out is data:
-                    out = dict(data)
-                out[name] = new
-        return out
 
 
 def json_schema_of(model: type[BaseModel]) -> JSONObject:
@@ -149,51 +101,94 @@ def json_schema_of(model: type[BaseModel]) -> JSONObject:
     return schema
 
 
-def _got(value: Any) -> str:
-    if value is None:
-        return "got null"
-    if isinstance(value, bool):
-        return f"got a boolean ({'true' if value else 'false'})"
-    if isinstance(value, int | float):
-        return f"got a number ({value!r})"
-    if isinstance(value, str):
-        preview = value if len(value) <= 40 else value[:37] + "..."
-        return f"got a string ({json.dumps(preview)})"
-    if isinstance(value, list):
-        return "got an array"
-    if isinstance(value, dict):
-        return "got an object"
-    return f"got a {type(value).__name__}"
+_LENIENCY_SCHEMAS: dict[type[BaseModel], JSONObject] = {}
+
+
+def _leniency_schema(model: type[BaseModel]) -> JSONObject:
+    schema = _LENIENCY_SCHEMAS.get(model)
+    if schema is None:
+        schema = _LENIENCY_SCHEMAS[model] = model.model_json_schema()
+    return schema
+
+
+def validate_json_arguments(model: type[ArgsT], text: str | bytes, tool_name: str) -> ArgsT:
+    """Validate a call's JSON argument text into ``model`` with the argument rules.
+
+    ``text`` must be a JSON object already checked for size (the pipeline checks the raw
+    bytes first); invalid JSON is reported as ``invalid_arguments`` here, so callers with
+    unchecked text should use :func:`octos_tools.arguments.parse_arguments` first.
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` listing up to five problems.
+    """
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise format_validation_error(first, tool_name) from None
+    if isinstance(data, dict):
+        fixed = apply_leniencies(data, _leniency_schema(model))
+        if fixed is not data:
+            try:
+                return model.model_validate_json(json.dumps(fixed, ensure_ascii=False))
+            except ValidationError as exc:
+                raise format_validation_error(exc, tool_name) from None
+    raise format_validation_error(first, tool_name) from None
+
+
+def validate_arguments_of(model: type[ArgsT], args: Mapping[str, Any], tool_name: str) -> ArgsT:
+    """Validate parsed ``args`` (JSON values) into ``model`` with the argument rules, the
+    same way as their JSON text (see the module docstring).
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` listing up to five problems, or naming a value
+            JSON cannot carry.
+    """
+    from .arguments import check_json_values
+
+    check_json_values(args, tool_name)
+    return validate_json_arguments(model, json.dumps(args, ensure_ascii=False), tool_name)
 
 
 def format_validation_error(exc: ValidationError, tool_name: str) -> ArgumentError:
     """An ``invalid_arguments`` :class:`ArgumentError` listing up to five problems of
     ``exc``, missing required fields first; ``details["field"]`` names the first one."""
     errors = exc.errors(include_url=False)
-    errors.sort(key=lambda e: 0 if e["type"] == "missing" else 1)
-    parts: list[str] = []
-    first_field: str | None = None
-    for err in errors[:_MAX_PROBLEMS]:
+    order = {"missing": 0, "extra_forbidden": 2}
+    errors.sort(key=lambda e: order.get(e["type"], 1))
+    problems: list[tuple[str, str | None]] = []
+    for err in errors:
         where = ".".join(str(p) for p in err["loc"])
-        if first_field is None:
-            first_field = where or None
         kind = err["type"]
         if kind == "missing":
-            parts.append(f"missing required field {where!r}")
+            problems.append((f"missing required field {where!r}", where or None))
         elif kind == "extra_forbidden":
-            parts.append(f"unknown field {where!r}")
+            problems.append((f"unknown field {where!r}", where or None))
+        elif kind in ("json_invalid", "json_type"):
+            problems.append((f"the arguments are not a JSON object: {err['msg']}", None))
         else:
             msg = err["msg"]
-            parts.append(f"field {where or '(arguments)'!r}: {msg}, {_got(err.get('input'))}")
-    more = len(errors) - len(parts)
-    text = "; ".join(parts)
-    if more > 0:
-        text += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return ArgumentError(
-        ErrorKind.INVALID_ARGUMENTS,
-        f"invalid arguments for {tool_name!r}: {text}",
-        field=first_field,
-    )
+            problems.append(
+                (
+                    f"field {where or '(arguments)'!r}: {msg}, {describe_value(err.get('input'))}",
+                    where or None,
+                )
+            )
+    return join_problems(tool_name, problems)
+
+
+class _SchemaOfArgs:
+    """``input_schema`` of a typed tool class: generated from its ``Args`` on first read,
+    then stored on the class (replacing this descriptor)."""
+
+    def __get__(self, obj: object, owner: type[TypedTool]) -> JSONObject:
+        schema = json_schema_of(owner.Args)
+        if owner.__dict__.get("input_schema") is self:
+            owner.input_schema = schema
+        return schema
 
 
 class TypedTool(Tool):
@@ -212,7 +207,8 @@ class TypedTool(Tool):
             return  # not typed (yet): a hand-written input_schema, checked by jsonschema
         cls.validate_arguments = False  # type: ignore[misc]
         if "Args" in cls.__dict__ or "input_schema" not in cls.__dict__:
-            cls.input_schema = json_schema_of(cls.Args)
+            # generated on first read (a spec listing), not at import
+            cls.input_schema = _SchemaOfArgs()  # type: ignore[assignment]
 
     def parse_args(self, args: JSONObject) -> ToolArgs:
         """Validate parsed JSON ``args`` into an ``Args`` instance.
@@ -220,10 +216,7 @@ class TypedTool(Tool):
         Raises:
             ArgumentError: ``invalid_arguments`` (see :func:`format_validation_error`).
         """
-        try:
-            return self.Args.model_validate(args)
-        except ValidationError as exc:
-            raise format_validation_error(exc, self.name) from None
+        return validate_arguments_of(self.Args, args, self.name)
 
     async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
         """Run the tool with validated ``args`` (an instance of ``Args``).

@@ -150,3 +150,74 @@ async def test_depth_limit_and_missing_delegate() -> None:
     )
     assert empty.error_kind is ErrorKind.INVALID_ARGUMENTS
     await bare.aclose()
+
+
+@pytest.mark.anyio
+async def test_delegate_runs_a_role_agent_to_the_end() -> None:
+    delegate = ShortDelegate()
+    registry = await make(delegate)
+    out = body(await registry.execute("delegate", {"role": "reviewer", "task": "review x.py"}))
+    assert out["role"] == "reviewer" and out["status"] == "completed" and out["terminal"]
+    assert "done: review x.py" in out["result"] and out["timed_out"] is False
+    [request] = delegate.requests
+    assert request.label == "delegate-reviewer" and request.role == "reviewer"
+    # the role's budget, groups expanded to tool names
+    assert "read_file" in request.allowed_tools and "grep" in request.allowed_tools
+    assert not any(t.startswith("group:") for t in request.allowed_tools)
+
+    failed = await registry.execute("delegate", {"role": "explorer", "task": "please fail"})
+    assert failed.error_kind is ErrorKind.PROCESS_FAILED
+    assert json.loads(failed.output)["status"] == "failed"
+    bad_role = await registry.execute("delegate", {"role": "boss", "task": "x"})
+    assert bad_role.error_kind is ErrorKind.INVALID_ARGUMENTS and "role" in bad_role.output
+    no_task = await registry.execute("delegate", {"role": "reviewer"})
+    assert no_task.error_kind is ErrorKind.INVALID_ARGUMENTS and "task" in no_task.output
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_delegate_times_out_and_needs_a_runner() -> None:
+    registry = await make(ShortDelegate(delay=30))
+    slow = await registry.execute(
+        "delegate", {"role": "implementer", "task": "slow", "timeout_ms": 1000}
+    )
+    assert slow.error_kind is ErrorKind.TIMEOUT
+    assert json.loads(slow.output)["terminal"] is False
+    await registry.aclose()
+    bare = await make(None)
+    unbound = await bare.execute("delegate", {"role": "reviewer", "task": "x"})
+    assert unbound.error_kind is ErrorKind.NOT_CONFIGURED
+    await bare.aclose()
+
+
+@pytest.mark.anyio
+async def test_denying_spawn_agent_denies_delegate() -> None:
+    from octos_tools.policy import ToolPolicy
+
+    registry = await make(ShortDelegate())
+    registry.apply_policy(ToolPolicy(deny=["spawn_agent"]))
+    assert "delegate" not in registry.names() and "spawn_agent" not in registry.names()
+    await registry.aclose()
+    other = await make(ShortDelegate())
+    other.apply_policy(ToolPolicy(deny=["wait_agent"]))
+    assert "delegate" in other.names()
+    await other.aclose()
+
+
+@pytest.mark.anyio
+async def test_id_aliases_accepted_but_not_advertised() -> None:
+    registry = await make(ShortDelegate(delay=0.01))
+    agent_id = body(await registry.execute("spawn_agent", {"task": "t", "mode": "sync"}))[
+        "agent_id"
+    ]
+    for key, value in (("agent_id", agent_id), ("target", agent_id), ("targets", [agent_id])):
+        closed = body(await registry.execute("close_agent", {key: value}))
+        assert closed["agent_id"] == agent_id
+    for name in ("send_input", "resume_agent", "wait_agent", "close_agent"):
+        props = registry.get(name).spec().input_schema["properties"]  # type: ignore[union-attr]
+        assert "id" in props and not {"agent_id", "target", "targets"} & set(props)
+    spawn_props = registry.get("spawn_agent").spec().input_schema["properties"]  # type: ignore[union-attr]
+    assert "message" in spawn_props and "task" not in spawn_props
+    wrong = await registry.execute("wait_agent", {"timeout_ms": "soon"})
+    assert wrong.error_kind is ErrorKind.INVALID_ARGUMENTS and "timeout_ms" in wrong.output
+    await registry.aclose()

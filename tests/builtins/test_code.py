@@ -64,7 +64,8 @@ def ast_outline(source: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...
 REAL_FILES = [
     "src/octos_tools/builtins/code.py",
     "src/octos_tools/builtins/git.py",
-    "src/octos_tools/builtins/web.py",
+    "src/octos_tools/builtins/web/fetch.py",
+    "src/octos_tools/builtins/web/guard.py",
     "src/octos_tools/tool.py",
     "src/octos_tools/errors.py",
     "src/octos_tools/config.py",
@@ -98,7 +99,12 @@ async def test_this_module_outline() -> None:
     assert funcs["register"]["end_line"] > funcs["register"]["line"]
     assert {"MAX_FILE_BYTES", "MAX_FILES", "LANGUAGES"} <= {c["name"] for c in data["constants"]}
     assert data["imports"][0]["text"] == "from __future__ import annotations"
-    assert [c["name"] for c in data["classes"]] == ["_Outline", "CodeStructureTool"]
+    classes = [(c["name"], c.get("parent")) for c in data["classes"]]
+    assert classes == [
+        ("_Outline", None),
+        ("CodeStructureTool", None),
+        ("Args", "CodeStructureTool"),
+    ]
 
 
 JS = """import fs from "fs";
@@ -421,3 +427,14 @@ async def test_trailing_slash_on_a_file_is_not_a_directory(tmp_path: Path) -> No
     (tmp_path / "m.py").write_text("def f(): pass\n")
     assert (await run(tmp_path, path="m.py/")).error_kind == "not_a_directory"
     assert (await run(tmp_path, path="m.py")).success
+
+
+async def test_arguments_are_typed(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f():\n    pass\n")
+    bad = await run(tmp_path, path="m.py", language="cobol")
+    assert bad.error_kind is not None and bad.error_kind.value == "invalid_arguments"
+    assert "language" in bad.output
+    missing = await run(tmp_path, file="m.py")
+    assert missing.error_kind is not None and "missing required field 'path'" in missing.output
+    as_null = await run(tmp_path, path="m.py", language=None)  # null = absent
+    assert as_null.success and json.loads(as_null.output)["functions"][0]["name"] == "f"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -99,3 +100,36 @@ async def test_image_generation_stub() -> None:
     too_many = await registry.execute("image_generation", {"prompt": "a cat", "n": 9})
     assert too_many.error_kind is ErrorKind.INVALID_ARGUMENTS
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_typed_arguments_of_the_interaction_tools() -> None:
+    """Arguments declared once (pydantic): a JSON-encoded plan string is decoded once, null
+    means absent, unknown fields and wrong types are refused naming the field."""
+    registry = ToolRegistry()
+    registry.register(UpdatePlanTool())
+    registry.register(RequestUserInputTool())
+    encoded = '[{"step": "a", "status": "pending"}]'
+    r = await registry.execute("update_plan", {"plan": encoded, "explanation": None})
+    assert r.success and "[ ] a" in r.output
+    r = await registry.execute("update_plan", {"plan": [{"step": "a", "status": "x", "n": 1}]})
+    assert r.error_kind is ErrorKind.INVALID_ARGUMENTS
+    assert "plan.0.status" in r.output and "plan.0.n" in r.output
+    r = await registry.execute("update_plan", {"steps": []})
+    assert r.error_kind is ErrorKind.INVALID_ARGUMENTS and "'plan'" in r.output
+    r = await registry.execute("request_user_input", {"questions": []})
+    assert r.error_kind is ErrorKind.INVALID_ARGUMENTS
+    r = await registry.execute("request_user_input", {"prompt": 5})
+    assert r.error_kind is ErrorKind.INVALID_ARGUMENTS and "got a number" in r.output
+    await registry.aclose()
+
+
+def test_interaction_schemas_are_inline_and_strict() -> None:
+    """No $ref/$defs (some hosts do not resolve them), no anyOf-null, every object closed."""
+    for tool in (UpdatePlanTool(), RequestUserInputTool()):
+        text = json.dumps(tool.input_schema)
+        assert "$ref" not in text and "$defs" not in text and '"null"' not in text
+        assert text.count('"additionalProperties": false') == text.count('"properties"')
+    steps = UpdatePlanTool.input_schema["properties"]["plan"]["items"]
+    assert steps["required"] == ["step", "status"]
+    assert steps["properties"]["status"]["enum"] == ["pending", "in_progress", "completed"]

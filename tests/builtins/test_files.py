@@ -128,7 +128,7 @@ async def test_read_edge_cases(ws: Workspace, root: Path) -> None:
     assert kind(await call(files.ReadFileTool, ws, {"path": "d"})) == "is_a_directory"
     for bad in ({"start_line": 0}, {"start_line": -3}, {"start_line": 1, "end_line": 0}):
         res = await call(files.ReadFileTool, ws, {"path": "two.txt", **bad})
-        assert kind(res) == "invalid_arguments" and "numbered from 1" in res.output, res.output
+        assert kind(res) == "invalid_arguments" and "greater than or equal to 1" in res.output
 
 
 async def test_read_line_numbers_below_one_refused_by_the_schema(ws: Workspace, root: Path) -> None:
@@ -149,7 +149,8 @@ async def test_read_line_numbers_below_one_refused_by_the_schema(ws: Workspace, 
 async def test_read_cuts_long_lines_and_big_output(root: Path, ws: Workspace) -> None:
     (root / "long.txt").write_text("x" * 5000 + "\nshort\n")
     res = await call(files.ReadFileTool, ws, {"path": "long.txt"})
-    assert "line cut: 3,000 more characters" in res.output and "2│ short" in res.output
+    assert "line 1 cut: it is 5,000 characters long" in res.output and "2│ short" in res.output
+    assert "start_line=1, end_line=1, start_column=2001" in res.output
     # every line is shown, but not all of line 1: the metadata says so
     assert res.structured_metadata is not None
     assert res.structured_metadata["truncated"] is True
@@ -163,6 +164,62 @@ async def test_read_cuts_long_lines_and_big_output(root: Path, ws: Workspace) ->
     nxt = int(res.output.rsplit("start_line=", 1)[1].split(".")[0])
     res2 = await call(files.ReadFileTool, ws, {"path": "many.txt", "start_line": nxt})
     assert res2.output.startswith(f"{nxt}│ ")
+
+
+async def test_a_cut_line_can_be_read_on_by_column(root: Path, ws: Workspace) -> None:
+    """A 3 MB single line: the cut states its full length and the exact arguments that show
+    the next part; following them walks through the whole line."""
+    line = "".join(f"{i:07d}," for i in range(375_000))  # 3,000,000 characters
+    (root / "min.js").write_text(line + "\n")
+    res = await call(files.ReadFileTool, ws, {"path": "min.js"})
+    assert "it is 3,000,000 characters long" in res.output
+    assert "start_column=2001" in res.output
+    got = res.output.split("1│ ", 1)[1].split(" … [", 1)[0]
+    col = 2001
+    for _ in range(3):
+        nxt = await call(
+            files.ReadFileTool,
+            ws,
+            {"path": "min.js", "start_line": 1, "end_line": 1, "start_column": col},
+        )
+        assert nxt.success and f"start_column={col + 2000}" in nxt.output
+        got += nxt.output.split("1│ ", 1)[1].split(" … [", 1)[0]
+        col += 2000
+    assert got == line[:8000]
+    end = await call(files.ReadFileTool, ws, {"path": "min.js", "start_column": 2_999_001})
+    assert end.output.split("1│ ", 1)[1] == line[-1000:]
+    assert end.structured_metadata is not None and end.structured_metadata["lines_cut"] == 0
+
+
+async def test_a_cut_line_of_a_streamed_file_gives_its_length_in_bytes(
+    root: Path, ws: Workspace
+) -> None:
+    big = root / "big.txt"
+    with big.open("w") as fh:
+        fh.write("a" * 11_000_000 + "\nend\n")
+    res = await call(files.ReadFileTool, ws, {"path": "big.txt", "start_line": 1, "end_line": 2})
+    assert "it is 11,000,000 bytes long" in res.output and "2│ end" in res.output
+    nxt = await call(
+        files.ReadFileTool,
+        ws,
+        {"path": "big.txt", "start_line": 1, "end_line": 1, "start_column": 2001},
+    )
+    assert nxt.success and "characters 2,001-4,000" in nxt.output
+
+
+async def test_edit_no_match_hint_names_what_differs(root: Path, ws: Workspace) -> None:
+    (root / "h.py").write_text("def f():\n    return 1\n")
+    for old, says in (
+        ("\ndef f():", "starts with a line break"),
+        ("return 1   \n", "trailing spaces"),
+        ("def f():\n        return 1", "indentation"),
+        ("def  f():", "runs of spaces"),
+    ):
+        res = await call(
+            files.EditFileTool, ws, {"path": "h.py", "old_string": old, "new_string": "x"}
+        )
+        assert kind(res) == "no_match" and says in res.output, (old, res.output)
+        assert "whitespace is ignored" not in res.output
 
 
 async def test_read_binary_file_refused_with_size(root: Path, ws: Workspace) -> None:
@@ -362,7 +419,7 @@ async def test_edit_no_match_hints(root: Path, ws: Workspace) -> None:
         {"path": "t.go", "old_string": '    fmt.Println("hi")', "new_string": "x"},
     )
     assert kind(res) == "no_match"
-    assert "whitespace" in res.output and "tabs" in res.output
+    assert "indentation" in res.output and "tabs" in res.output
     res = await call(
         files.EditFileTool,
         ws,
@@ -637,3 +694,24 @@ async def test_read_file_trailing_slash_on_a_file_is_not_a_directory(
     assert kind(edit) == "not_a_directory"
     write = await call(files.WriteFileTool, ws, {"path": "ok.txt/", "content": "x"})
     assert kind(write) == "not_a_directory" and (root / "ok.txt").read_text() == "fine\n"
+
+
+async def test_a_streamed_column_range_stays_bounded(root: Path, ws: Workspace) -> None:
+    """30 lines of 1 MB read from column 900,000: the kept text is capped (about 16 MiB),
+    the answer ends early and says where to go on."""
+    with (root / "wide.txt").open("w") as fh:
+        for i in range(30):
+            fh.write(f"{i:02d}" + "z" * 999_998 + "\n")
+    tracemalloc.start()
+    try:
+        res = await call(
+            files.ReadFileTool,
+            ws,
+            {"path": "wide.txt", "start_line": 1, "end_line": 30, "start_column": 900_000},
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.success and "next part: start_line=" in res.output, res.output[-300:]
+    assert "characters 900,000-" in res.output
+    assert peak < 64 * 1024 * 1024, peak

@@ -468,3 +468,57 @@ async def test_subfolder_workspace_hides_commits_and_files_outside(tmp_path: Pat
     assert (await run(ws, command="blame", path="../secret.txt")).error_kind == (
         "path_outside_workspace"
     )
+
+
+async def test_repository_with_no_commit_yet(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    sh(root, "init", "-q", "-b", "main")
+    nothing = await run(root, command="diff")
+    assert nothing.success and nothing.output.startswith("No changes")
+    assert "no commit yet" in nothing.output
+
+    (root / "new.txt").write_text("first line\n")
+    sh(root, "add", "new.txt")
+    (root / "later.txt").write_text("untracked\n")
+    staged = await run(root, command="diff")
+    assert staged.success, staged.output
+    assert "no commit yet" in staged.output and "+first line" in staged.output
+    assert "new file mode" in staged.output and "later.txt" not in staged.output
+    (root / "new.txt").write_text("first line\nsecond line\n")
+    both = await run(root, command="diff")
+    staged_part, unstaged_part = both.output.split("Unstaged:")
+    assert "+first line" in staged_part and "+second line" in unstaged_part
+    only_path = await run(root, command="diff", path="later.txt")
+    assert only_path.output.startswith("No changes")
+
+    against_head = await run(root, command="diff", revision="HEAD")
+    assert against_head.error_kind is not None and against_head.error_kind.value == "not_found"
+    assert "no commit yet" in against_head.output and "HEAD" in against_head.output
+    show = await run(root, command="show")
+    assert "no commit yet" in show.output
+
+    blame = await run(root, command="blame", path="new.txt")
+    assert blame.error_kind is not None and blame.error_kind.value == "not_found"
+    assert "new.txt has no history" in blame.output and "no commit yet" in blame.output
+    assert "fatal" not in blame.output
+
+
+async def test_blame_of_a_file_never_committed(repo: Path) -> None:
+    (repo / "fresh.txt").write_text("new\n")
+    result = await run(repo, command="blame", path="fresh.txt")
+    assert result.error_kind is not None and result.error_kind.value == "not_found"
+    assert "fresh.txt has no history" in result.output and "never committed" in result.output
+    assert "fatal" not in result.output
+    old = await run(repo, command="blame", path="a.txt", revision="HEAD~2")
+    assert old.success and "TWO" not in old.output
+
+
+async def test_arguments_are_typed(repo: Path) -> None:
+    wrong = await run(repo, command="log", count="5")
+    assert wrong.error_kind is not None and wrong.error_kind.value == "invalid_arguments"
+    assert "count" in wrong.output
+    integral = await run(repo, command="log", count=2.0)
+    assert integral.success and len(json.loads(integral.output)) == 2
+    unknown = await run(repo, command="push")
+    assert unknown.error_kind is not None and unknown.error_kind.value == "invalid_arguments"

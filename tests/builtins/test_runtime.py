@@ -176,11 +176,16 @@ async def test_shell_output_exit_code_and_failure(ws: Workspace, cfg: ShellConfi
     ok = await call(tool, {"command": "echo out; echo err >&2; pwd"})
     assert ok.success
     assert "out\nerr\n" in ok.output and str(ws.root) in ok.output
-    assert ok.output.endswith("Exit code: 0")
+    assert ok.output.startswith("Exit code: 0\nWall time: ")
+    assert "\nOutput:\nout\n" in ok.output
+    # a command that ran and exited non-zero is an answer, not a broken call (Codex)
     bad = await call(tool, {"command": "echo nope; exit 3"})
-    assert not bad.success and bad.error_kind is ErrorKind.PROCESS_FAILED
-    assert "nope" in bad.output and bad.output.endswith("Exit code: 3")
+    assert bad.success and bad.error_kind is None
+    assert bad.output.startswith("Exit code: 3\n") and bad.output.endswith("Output:\nnope")
     assert bad.structured_metadata is not None and bad.structured_metadata["exit_code"] == 3
+    for command in ("grep -q nothing /dev/null", "test -f /nonexistent/x"):
+        r = await call(tool, {"command": command})
+        assert r.success and r.output.startswith("Exit code: 1\n"), r.output
     empty = await call(tool, {"command": "true"})
     assert "(no output)" in empty.output
 
@@ -193,16 +198,20 @@ async def test_timeout_clamps(ws: Workspace, cfg: ShellConfig) -> None:
     result = await call(tool, {"command": "sleep 5", "timeout_secs": 0})
     assert result.error_kind is ErrorKind.TIMEOUT
     assert time.monotonic() - started < 4.5
-    assert "timed out after 1 second;" in result.output and "1 seconds" not in result.output
+    assert "timed out after 1 second and was killed" in result.output
+    assert "after 1 seconds" not in result.output
+    # the timeout and the exit code are stated once, in the first line
+    assert result.output.startswith("Error [timeout]: command timed out after 1 second ")
+    assert result.output.count("timed out") == 1 and result.output.count("exit code") == 1
     assert "timed out after 1 second " in (result.error or {}).get("message", "")
 
 
 def test_seconds_in_words() -> None:
-    assert runtime._seconds(1) == "1 second"
-    assert runtime._seconds(1.0) == "1 second"
-    assert runtime._seconds(2) == "2 seconds"
-    assert runtime._seconds(0.5) == "0.5 seconds"
-    assert runtime._seconds(600) == "600 seconds"
+    assert runtime.seconds(1) == "1 second"
+    assert runtime.seconds(1.0) == "1 second"
+    assert runtime.seconds(2) == "2 seconds"
+    assert runtime.seconds(0.5) == "0.5 seconds"
+    assert runtime.seconds(600) == "600 seconds"
 
 
 @pytest.mark.anyio
@@ -277,11 +286,13 @@ async def test_huge_output_is_capped_with_tail_and_exit_code(
         "print('FINAL: %d tests failed' % 3); sys.exit(1)\""
     )
     result = await call(tool, {"cmd": cmd})
-    assert not result.success and result.error_kind is ErrorKind.PROCESS_FAILED
+    assert result.success and result.structured_metadata is not None
+    assert result.structured_metadata["exit_code"] == 1
     assert len(result.output.encode()) <= cfg.max_output_bytes
-    assert result.output.startswith("xxxxxxxxxx")
-    assert "FINAL: 3 tests failed" in result.output
-    assert "bytes omitted" in result.output and result.output.endswith("Exit code: 1")
+    assert result.output.startswith("Exit code: 1\n")
+    assert "Output:\nxxxxxxxxxx" in result.output
+    assert "bytes omitted" in result.output
+    assert result.output.endswith("FINAL: 3 tests failed")
     small = await call(tool, {"cmd": "seq 1 100000", "max_output_tokens": 100})
     assert len(small.output) < 1000 and "100000" in small.output
 
@@ -328,7 +339,7 @@ async def test_workdir_checks(ws: Workspace, cfg: ShellConfig) -> None:
     (ws.root / "sub").mkdir()
     tool = ExecCommandTool(ws, cfg, SessionManager())
     ok = await call(tool, {"cmd": "pwd", "workdir": "sub"})
-    assert ok.success and ok.output.startswith(str(ws.root / "sub"))
+    assert ok.success and f"Output:\n{ws.root / 'sub'}" in ok.output
     nul = await call(tool, {"cmd": "pwd", "workdir": "sub\x00dir"})
     assert nul.error_kind is ErrorKind.INVALID_ARGUMENTS and "NUL" in nul.output
     out = await call(tool, {"cmd": "pwd", "workdir": "../"})
@@ -478,7 +489,7 @@ async def test_thousand_timed_out_commands_leave_nothing(
     ws: Workspace, cfg: ShellConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Test-only lower bound: 0.2 s instead of 1 s keeps this under half a minute on 2 cores.
-    monkeypatch.setattr(runtime, "MIN_TIMEOUT_SECS", 0.2)
+    monkeypatch.setattr(runtime.tools, "MIN_TIMEOUT_SECS", 0.2)
     mark = marker()
     tool = ShellTool(ws, cfg)
     command = f"sleep {mark} & sleep {mark}"
@@ -494,3 +505,28 @@ async def test_thousand_timed_out_commands_leave_nothing(
     assert all(r.error_kind is ErrorKind.TIMEOUT for r in results)
     assert await gone(mark, within=10.0), living(mark)[:5]
     assert our_zombies() == []
+
+
+@pytest.mark.anyio
+async def test_exit_codes_through_the_registry_are_answers_not_failures(tmp_path: Path) -> None:
+    """Issue: a command that ran and exited is a successful call (its exit code in text and
+    metadata, as Codex does); only calls that could not do their job fail."""
+    ws = Workspace(tmp_path)
+    registry = ToolRegistry(ws)
+    runtime.register(registry, ws, Config())
+    for name, args in (
+        ("exec_command", {"cmd": "echo failing test; exit 1"}),
+        ("shell", {"command": "grep -q needle /dev/null"}),
+        ("bash", {"cmd": "test -f missing.txt"}),
+    ):
+        r = await registry.execute(name, args)
+        assert r.success and r.error is None, (name, r.output)
+        assert r.output.startswith("Exit code: 1\n")
+        assert r.structured_metadata is not None and r.structured_metadata["exit_code"] == 1
+    refused = await registry.execute("exec_command", {"cmd": "rm -rf /"})
+    assert refused.error_kind is ErrorKind.POLICY_DENIED
+    bad = await registry.execute("exec_command", {"cmd": 5})
+    assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
+    missing = await registry.execute("exec_command", {"cmd": "ls", "workdir": "nope"})
+    assert missing.error_kind is ErrorKind.NOT_FOUND
+    await registry.aclose()

@@ -225,7 +225,6 @@ def grep_tree(root: Path) -> Path:
 PARITY = [
     {"pattern": "hello"},
     {"pattern": "hello", "ignore_case": True},
-    {"pattern": "hello", "ignore_case": True, "limit": 3},
     {"pattern": "print", "context": 1},
     {"pattern": "return", "context": 2, "path": "src"},
     {"pattern": "hel+o", "file_pattern": "*.py"},
@@ -237,6 +236,9 @@ PARITY = [
     {"pattern": "hello", "path": "build"},
     {"pattern": "hello", "path": "logs/x.log"},
     {"pattern": r"^\s+return\b"},
+    {"pattern": "again$"},
+    {"pattern": "^hello"},
+    {"pattern": r"world\b"},
     {"pattern": "nomatchanywhere"},
 ]
 
@@ -247,6 +249,23 @@ async def test_grep_engines_agree(grep_tree: Path, ws: Workspace, args: dict[str
     b = await grep(ws, "python", **args)
     assert a.success and b.success, (a.output, b.output)
     assert a.output == b.output
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7])
+async def test_grep_limit_shows_a_sorted_subset(grep_tree: Path, ws: Workspace, limit: int) -> None:
+    full = await grep(ws, "python", pattern="hello", ignore_case=True)
+    every = full.output.splitlines()[2:]
+    for engine in ENGINES:
+        res = await grep(ws, engine, pattern="hello", ignore_case=True, limit=limit)
+        assert res.output.startswith(f"Found {limit} match(es) (limited to {limit}):")
+        shown = res.output.splitlines()[2:]
+        # which matches are shown may vary (rg searches in parallel and stops early), but
+        # each is a real match and they come in path order
+        assert len(shown) == limit and set(shown) <= set(every)
+        assert shown == sorted(shown, key=every.index)
+        assert res.structured_metadata is not None
+        assert res.structured_metadata["truncated"] is True
+        assert res.structured_metadata["matches"] == limit
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -368,13 +387,35 @@ async def test_grep_during_symlink_swaps_never_shows_outside_lines(
     assert swaps["n"] > 50 and seen_inside > 0
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [r"^a", r"a$", r"\bab\b", r"b\B", r"^$", r"a\s*$", r"[^x]b", r"(?m)^b", r"a|^c$", r"\Bb$"],
+)
+def test_whole_text_filter_never_skips_a_matching_line(pattern: str) -> None:
+    import regex
+
+    from octos_tools.builtins.search._linematch import line_local
+
+    texts = ["ab\nc\n", "x\nab", "c\n\nb", "ba b\n", "\n", "a \nb\n", "xb\nc"]
+    assert line_local(pattern)
+    whole = regex.compile(pattern, regex.MULTILINE)
+    rx = regex.compile(pattern)
+    for text in texts:
+        if any(rx.search(line) for line in text.split("\n")[: text.count("\n") + 1]):
+            assert whole.search(text), (pattern, text)
+    for lookaround in [r"a(?!\n)", r"(?<=\n)b", r"\Aa", r"b\Z"]:
+        assert not line_local(lookaround)
+
+
 def test_rg_hits_are_checked_against_the_workspace(root: Path, ws: Workspace) -> None:
-    good = search._FileHits("notes.txt", {1: ("hello", True)})
-    bad = search._FileHits("notes.txt", {1: ("TOPSECRET", True)})
-    gone = search._FileHits("leak", {1: ("TOPSECRET", True)})
-    assert search._verified(ws, good)
-    assert not search._verified(ws, bad)
-    assert not search._verified(ws, gone)
+    from octos_tools.builtins.search._hits import FileHits, verified
+
+    good = FileHits("notes.txt", {1: ("hello", True)})
+    bad = FileHits("notes.txt", {1: ("TOPSECRET", True)})
+    gone = FileHits("leak", {1: ("TOPSECRET", True)})
+    assert verified(ws, good)
+    assert not verified(ws, bad)
+    assert not verified(ws, gone)
 
 
 async def test_list_dir_path_defaults_to_root_through_registry(root: Path, ws: Workspace) -> None:

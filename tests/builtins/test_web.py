@@ -179,11 +179,24 @@ def text_of(result: ToolResult) -> str:
         ("64:ff9b::7f00:1", True),
         ("2002:7f00:1::", True),
         ("2001:db8::1", True),
+        # IPv4-translated (RFC 2765), NAT64 local-use, 6to4, Teredo, the rest of ::/8
+        ("::ffff:0:127.0.0.1", True),
+        ("::ffff:0:10.0.0.1", True),
+        ("::ffff:0:169.254.169.254", True),
+        ("64:ff9b:1::a00:1", True),
+        ("2002:a00:1::1", True),
+        ("2002:c0a8:101::", True),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", True),
+        ("::ffff:0:0:7f00:1", True),
+        ("::1:0:0:0:1", True),
+        ("fe80::1%1", True),
         ("8.8.8.8", False),
         ("1.1.1.1", False),
         ("2606:4700:4700::1111", False),
         ("::ffff:8.8.8.8", False),
         ("64:ff9b::808:808", False),
+        ("::ffff:0:8.8.8.8", False),
+        ("2002:808:808::1", False),
     ],
 )
 def test_blocked_reason(address: str, blocked: bool) -> None:
@@ -264,6 +277,56 @@ async def test_private_targets_refused(url: str) -> None:
     assert result.error_kind == "network_refused"
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::ffff:0:127.0.0.1]",
+        "[::ffff:0:7f00:1]",
+        "[64:ff9b::127.0.0.1]",
+        "[64:ff9b:1::7f00:1]",
+        "[2002:7f00:1::]",
+        "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+        "[::ffff:0:0:7f00:1]",
+    ],
+)
+async def test_ipv4_embedding_ipv6_refused_before_any_connection(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    import httpcore2
+
+    attempts: list[str] = []
+    real = httpcore2.AnyIOBackend.connect_tcp
+
+    async def record(self: Any, host: str, port: int, **kwargs: Any) -> Any:
+        attempts.append(host)
+        return await real(self, host, port, **kwargs)
+
+    monkeypatch.setattr(httpcore2.AnyIOBackend, "connect_tcp", record)
+    srv = serve({"/secret": page("SECRET-T")})
+    result = await call(fetcher(), {"url": f"http://{host}:{srv.port}/secret"})
+    assert result.error_kind == "network_refused", result.output
+    assert "IPv4" in text_of(result) or "reserved" in text_of(result) or "Teredo" in text_of(result)
+    assert attempts == [] and srv.requests == []
+
+
+async def test_allowed_hosts_open_only_the_listed_hosts(serve: Callable[..., Server]) -> None:
+    srv = serve({"/": page("<p>DEV-SERVER</p>")})
+    by_address = await call(fetcher(allowed_hosts=["127.0.0.1"]), {"url": srv.url("/")})
+    assert by_address.success and "DEV-SERVER" in by_address.output
+    by_network = await call(fetcher(allowed_hosts=["127.0.0.0/8"]), {"url": srv.url("/")})
+    assert by_network.success
+    by_name = await call(fetcher(allowed_hosts=["LocalHost"]), {"url": srv.url("/", "localhost")})
+    assert by_name.success, by_name.output
+    other = await call(fetcher(allowed_hosts=["10.0.0.0/8", "dev.test"]), {"url": srv.url("/")})
+    assert other.error_kind == "network_refused"
+    assert "169.254.169.254" in str(
+        (
+            await call(fetcher(allowed_hosts=["127.0.0.1"]), {"url": "http://169.254.169.254/"})
+        ).structured_metadata
+    )
+    assert srv.hits("/") == 3
+
+
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1/", "ftp://x/", "x"])
 async def test_non_http_schemes_refused(url: str) -> None:
     result = await call(fetcher(), {"url": url})
@@ -281,16 +344,16 @@ async def test_url_without_scheme_says_what_a_url_looks_like() -> None:
 def public_alias(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make the host name ``public.test`` pass the guard and pin it to 127.0.0.1, as a public
     site would; every other host goes through the real check. Returns the checked hosts."""
-    real = web.check_host
+    real = WebFetchTool.check_host
     checked: list[str] = []
 
-    async def check(host: str, port: int, *, allow_private: bool) -> str:
+    async def check(self: WebFetchTool, host: str, port: int) -> str:
         checked.append(host)
         if host == "public.test":
             return "127.0.0.1"
-        return await real(host, port, allow_private=allow_private)
+        return await real(self, host, port)
 
-    monkeypatch.setattr(web, "check_host", check)
+    monkeypatch.setattr(WebFetchTool, "check_host", check)
     return checked
 
 
@@ -336,7 +399,7 @@ async def test_connection_pinned_and_resolved_once(
 async def test_unpinned_connection_refused_by_backend() -> None:
     import httpcore2
 
-    from octos_tools.builtins._web_net import PinnedBackend
+    from octos_tools.builtins.web._net import PinnedBackend
 
     backend = PinnedBackend({})
     with pytest.raises(httpcore2.ConnectError):
@@ -397,6 +460,31 @@ async def test_allow_private_hosts_fetches_markdown(serve: Callable[..., Server]
     assert "alert" not in content and "color:red" not in content
     meta = result.structured_metadata or {}
     assert meta["status"] == 200 and meta["charset"] == "utf-8"
+
+
+async def test_xhtml_with_xml_declaration_converts_cleanly(serve: Callable[..., Server]) -> None:
+    xhtml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" '
+        '"http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd">\n'
+        '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>X page</title></head>'
+        "<body><!-- a comment --><h1>Hello XHTML</h1><p>Body <b>text</b>.</p></body></html>"
+    )
+    srv = serve(
+        {
+            "/typed": page(xhtml, "application/xhtml+xml; charset=utf-8"),
+            "/untyped": page(xhtml, ""),
+        }
+    )
+    for path in ("/typed", "/untyped"):
+        for mode in ("markdown", "text"):
+            result = await call(
+                fetcher(allow_private_hosts=True), {"url": srv.url(path), "extract_mode": mode}
+            )
+            assert result.success, result.output
+            body = result.output.split("\n\n", 1)[1]
+            assert "xml version" not in body and "DOCTYPE" not in body and "comment" not in body
+            assert "Hello XHTML" in body and "Title: X page" in result.output
 
 
 async def test_text_mode_and_max_chars(serve: Callable[..., Server]) -> None:

@@ -116,7 +116,8 @@ async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script
         assert measure.tags == ("mcp", "mcp:fx")
         assert measure.concurrency_class is ConcurrencyClass.SAFE  # readOnlyHint
         assert hang.concurrency_class is ConcurrencyClass.EXCLUSIVE
-        assert GROUPS["group:mcp:fx"] == ("fx__measure", "fx__hang")
+        assert registry.groups["group:mcp:fx"] == ("fx__measure", "fx__hang")
+        assert "group:mcp:fx" not in GROUPS  # a mount changes its own registry only
         # The schema is kept whole: $defs and $ref survive.
         schema = measure.input_schema
         assert "Point" in schema["$defs"]

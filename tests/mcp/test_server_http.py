@@ -113,8 +113,10 @@ async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
         result = await client.call_tool("read_file", {"path": "../outside.txt"})
         assert result.is_error
         assert _text(result).startswith("Error [path_outside_workspace]")
-        assert isinstance(result.structured_content, dict)
-        assert result.structured_content["error"]["kind"] == "path_outside_workspace"
+        assert result.structured_content is None
+        assert result.meta is not None
+        meta = result.meta["io.octos-tools/result"]["structured_metadata"]
+        assert meta["error"]["kind"] == "path_outside_workspace"
         unknown = await client.call_tool("no_such_tool", {})
         assert unknown.is_error
         assert "unknown_tool" in _text(unknown)

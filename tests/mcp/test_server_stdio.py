@@ -79,12 +79,13 @@ async def test_stdio_end_to_end(tmp_path: Path, workspace: Path) -> None:
         read = await client.call_tool("read_file", {"path": "src/octos_tools/tool.py"})
         assert not read.is_error, _text(read)
         assert "class ToolSpec" in _text(read)
-        assert isinstance(read.structured_content, dict)
+        assert read.structured_content is None  # no outputSchema: no structuredContent
+        assert read.meta is not None and "io.octos-tools/result" in read.meta
 
         # Grep.
         found = await client.call_tool("grep", {"pattern": "class ToolRegistry", "path": "src"})
         assert not found.is_error, _text(found)
-        assert "src/octos_tools/registry.py" in _text(found)
+        assert "src/octos_tools/registry/_registry.py" in _text(found)
 
         # Edit: the bytes on disk change exactly once.
         target = workspace / "src/octos_tools/errors.py"

@@ -1,7 +1,7 @@
 """The agent loop and model providers.
 
 * :class:`Agent` runs the loop over a :class:`~octos_tools.registry.ToolRegistry`
-  (reference §6.5 placement: tick → evict → specs → model → tool batch).
+  (octos ``agent/loop_runner.rs`` placement: tick → evict → specs → model → tool batch).
 * :class:`OpenAIChatProvider` (OpenAI-compatible ``/v1/chat/completions``: OpenAI, vLLM,
   Ollama, ...) and :class:`AnthropicProvider` (``/v1/messages``) speak HTTP through
   ``httpx2`` (the ``web`` extra); any object following :class:`ModelProvider` works too.

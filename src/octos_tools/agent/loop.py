@@ -1,4 +1,4 @@
-"""The agent loop: model request → tool calls → results → repeat (reference §6.5).
+"""The agent loop: model request → tool calls → results → repeat (octos ``agent/loop_runner.rs``).
 
 Each iteration does, in order: :meth:`ToolSession.before_model_request` (``tick()`` →
 ``auto_evict()`` → ``specs()``, so LRU evictions and deferred-tool activations shape the
@@ -39,7 +39,7 @@ __all__ = [
 logger = logging.getLogger("octos_tools.agent")
 
 DEFAULT_MAX_ITERATIONS = 50
-"""Model requests per run before the loop stops (octos's default, reference §7)."""
+"""Model requests per run before the loop stops (octos's default, ``agent/loop_runner.rs``)."""
 
 EventKind = Literal["model_request", "model_response", "tool_start", "tool_result"]
 

@@ -32,6 +32,8 @@ FAMILIES: list[str] = [
     "code",
     "discovery",
     "media",
+    "image",
+    "browser",
 ]
 
 #: ``tool name -> extra`` for built-in tools left out because their extra is missing.

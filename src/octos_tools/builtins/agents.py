@@ -1,4 +1,4 @@
-"""Sub-agent tools (Codex aliases over the task supervisor, octos §1.5).
+"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor).
 
 ``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
 child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
@@ -14,6 +14,14 @@ a delegate ``spawn_agent`` fails with ``not_configured``.
   reports each status and ``timed_out`` (success either way, as in octos).
 * ``close_agent`` cancels a running agent.
 * Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``).
+* ``delegate {role, task, timeout_ms}`` is Codex's alias of ``spawn_agent`` as octos
+  registers it: it starts an agent through the same runner with the role's tool budget,
+  waits for it, and answers with its result. A policy denying ``spawn_agent`` denies
+  ``delegate`` too (the registry's alias table).
+
+Every tool declares its arguments once (:class:`~octos_tools.typed.ToolArgs`); the Codex
+aliases of the agent id (``agent_id``, ``target``, ``targets``) and of ``message``
+(``task``) are accepted but not advertised in the schemas.
 """
 
 from __future__ import annotations
@@ -22,22 +30,30 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from ..config import Config
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
-from ..tasks import TaskRecord, TaskSupervisor
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..policy import group_members
+from ..tasks import TaskRecord, TaskStatus, TaskSupervisor
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
+from ..typed import TypedTool
+from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
     from ..workspace import Workspace
 
 __all__ = [
+    "DELEGATE_ROLES",
     "MAX_SPAWN_DEPTH",
     "AgentHub",
     "CloseAgentTool",
+    "DelegateTool",
     "ResumeAgentTool",
     "SendInputTool",
     "SpawnAgentTool",
@@ -52,7 +68,7 @@ __all__ = [
 #: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
 #: (octos ``spawn``: refuses at depth >= 4).
 MAX_SPAWN_DEPTH = 4
-#: ``wait_agent`` timeout default and maximum, in milliseconds (octos §7).
+#: ``wait_agent`` timeout default and maximum, in milliseconds (octos's values).
 WAIT_DEFAULT_MS = 30_000
 WAIT_MAX_MS = 3_600_000
 #: Characters of an agent's final output shown by ``wait_agent``.
@@ -230,20 +246,28 @@ def _render_items(items: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-_ID_PROPS: JSONObject = {
-    "id": {"type": "string", "description": "The agent id from spawn_agent."},
-    "agent_id": {"type": "string", "description": "Alias of id."},
-    "target": {"type": "string", "description": "Alias of id."},
-    "targets": {"type": "array", "items": {"type": "string"}, "description": "Ids (first used)."},
-}
+class _IdArgs(LeanArgs):
+    """The agent id, with Codex's aliases accepted but not advertised."""
+
+    id: str | None = Field(None, description="The agent id from spawn_agent.")
+    agent_id: SkipJsonSchema[str | None] = None
+    target: SkipJsonSchema[str | None] = None
+    targets: SkipJsonSchema[list[str] | None] = None
 
 
-class _AgentTool(Tool):
+class _AgentTool(TypedTool):
     tags: tuple[str, ...] = ("code",)
     concurrency_class = ConcurrencyClass.SAFE
 
     def __init__(self, hub: AgentHub) -> None:
         self.hub = hub
+
+    async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
+        return await self.act(ctx or ToolContext(), args.model_dump(exclude_none=True))
+
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        """Run with the validated arguments as a dict (absent fields left out)."""
+        raise NotImplementedError
 
     def _agent(self, args: JSONObject) -> TaskRecord:
         """The task of the agent named by ``args`` (``id`` or an alias).
@@ -259,7 +283,7 @@ class _AgentTool(Tool):
 
 
 class SpawnAgentTool(_AgentTool):
-    """``spawn_agent`` (Codex P0; tags gateway, code; Exclusive): start a child agent.
+    """``spawn_agent`` (Codex; tags gateway, code; Exclusive): start a child agent.
 
     ``mode: "sync"`` waits for it and returns its final output; the default ``background``
     returns the ``agent_id`` at once.
@@ -272,27 +296,24 @@ class SpawnAgentTool(_AgentTool):
         "default); use wait_agent to get its result, send_input to message it, close_agent "
         "to stop it."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "message": {"type": "string", "description": "The task for the agent."},
-            "task": {"type": "string", "description": "Alias of message."},
-            "items": {"type": "array", "items": {"type": "object"}},
-            "agent_type": {"type": "string"},
-            "label": {"type": "string"},
-            "role": {"type": "string"},
-            "model": {"type": "string"},
-            "reasoning_effort": {"type": "string"},
-            "fork_context": {"type": "boolean"},
-            "mode": {"type": "string", "enum": ["background", "sync"]},
-            "allowed_tools": {"type": "array", "items": {"type": "string"}},
-        },
-        "additionalProperties": False,
-    }
+
+    class Args(LeanArgs):
+        message: str | None = Field(None, description="The task for the agent.")
+        task: SkipJsonSchema[str | None] = None
+        items: list[dict[str, Any]] | None = None
+        agent_type: str | None = None
+        label: str | None = None
+        role: str | None = None
+        model: str | None = None
+        reasoning_effort: str | None = None
+        fork_context: bool | None = None
+        mode: Literal["background", "sync"] | None = None
+        allowed_tools: list[str] | None = None
+
     tags = ("gateway", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
@@ -332,7 +353,7 @@ class SpawnAgentTool(_AgentTool):
 
 
 class SendInputTool(_AgentTool):
-    """``send_input {id, message, interrupt?}`` (Codex P0): message a child agent."""
+    """``send_input {id, message, interrupt?}`` (Codex): message a child agent."""
 
     name = "send_input"
     title = "Message a sub-agent"
@@ -340,18 +361,13 @@ class SendInputTool(_AgentTool):
         "Send a message to a sub-agent. Delivered at once when the runtime supports it, "
         "otherwise recorded and given to the agent when it is resumed."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            **_ID_PROPS,
-            "message": {"type": "string"},
-            "items": {"type": "array", "items": {"type": "object"}},
-            "interrupt": {"type": "boolean"},
-        },
-        "additionalProperties": False,
-    }
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    class Args(_IdArgs):
+        message: str | None = None
+        items: list[dict[str, Any]] | None = None
+        interrupt: bool | None = None
+
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         rec = self._agent(args)
         message = str(args.get("message") or "")
         if args.get("items"):
@@ -381,7 +397,7 @@ class SendInputTool(_AgentTool):
 
 
 class ResumeAgentTool(_AgentTool):
-    """``resume_agent {id}`` (Codex P0): run a finished agent again with its recorded inputs."""
+    """``resume_agent {id}`` (Codex): run a finished agent again with its recorded inputs."""
 
     name = "resume_agent"
     title = "Resume a sub-agent"
@@ -389,13 +405,11 @@ class ResumeAgentTool(_AgentTool):
         "Resume a finished sub-agent: it runs again on its task plus the messages sent to it "
         "with send_input since. A running agent is left alone."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": dict(_ID_PROPS),
-        "additionalProperties": False,
-    }
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    class Args(_IdArgs):
+        pass
+
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         rec = self._agent(args)
         if not rec.terminal:
             out: JSONObject = {
@@ -417,7 +431,7 @@ class ResumeAgentTool(_AgentTool):
 
 
 class WaitAgentTool(_AgentTool):
-    """``wait_agent {ids, timeout_ms=30000}`` (Codex P0): wait for agents to finish."""
+    """``wait_agent {ids, timeout_ms=30000}`` (Codex): wait for agents to finish."""
 
     name = "wait_agent"
     title = "Wait for sub-agents"
@@ -425,18 +439,14 @@ class WaitAgentTool(_AgentTool):
         "Wait until the given sub-agents finish or timeout_ms passes (default 30000, max "
         "3600000); returns each agent's status and output, and whether the wait timed out."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "ids": {"type": "array", "items": {"type": "string"}},
-            **_ID_PROPS,
-            "timeout_ms": {"type": "integer", "minimum": 0},
-        },
-        "additionalProperties": False,
-    }
+
+    class Args(_IdArgs):
+        ids: list[str] | None = None
+        timeout_ms: int | None = Field(None, ge=0)
+
     timeout = WAIT_MAX_MS / 1000 + 60
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         ids: list[str] = []
         for key in ("ids", "targets"):
             ids.extend(str(x) for x in args.get(key) or [])
@@ -458,18 +468,16 @@ class WaitAgentTool(_AgentTool):
 
 
 class CloseAgentTool(_AgentTool):
-    """``close_agent {id}`` (Codex P0): cancel a running agent."""
+    """``close_agent {id}`` (Codex): cancel a running agent."""
 
     name = "close_agent"
     title = "Stop a sub-agent"
     description = "Stop a sub-agent (cancel it if it is still running)."
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": dict(_ID_PROPS),
-        "additionalProperties": False,
-    }
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    class Args(_IdArgs):
+        pass
+
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         rec = self._agent(args)
         if not rec.terminal and self.hub.supervisor.cancel(rec.id):
             await self.hub.supervisor.wait([rec.id], 5.0)
@@ -477,9 +485,142 @@ class CloseAgentTool(_AgentTool):
         return self._reply(out)
 
 
+#: octos's role templates for ``delegate``: the tool budget each role's agent gets
+#: (``group:`` entries are expanded to tool names before the agent starts).
+DELEGATE_ROLES: dict[str, tuple[str, ...]] = {
+    "reviewer": (
+        "read_file",
+        "group:search",
+        "web_search",
+        "web_fetch",
+        "recall_memory",
+        "synthesize_research",
+    ),
+    "implementer": ("group:fs", "group:search", "group:runtime", "group:sessions", "group:memory"),
+    "test_worker": ("read_file", "group:search", "group:runtime", "recall_memory"),
+    "explorer": (
+        "read_file",
+        "group:search",
+        "web_search",
+        "web_fetch",
+        "recall_memory",
+        "synthesize_research",
+    ),
+}
+DELEGATE_DEFAULT_MS = 300_000
+
+
+def _expand(entries: Sequence[str]) -> tuple[str, ...]:
+    names: list[str] = []
+    for entry in entries:
+        names.extend(group_members(entry) if entry.startswith("group:") else (entry,))
+    return tuple(dict.fromkeys(names))
+
+
+class DelegateTool(_AgentTool):
+    """``delegate {role, task, timeout_ms=300000}`` (Codex alias of ``spawn_agent`` as octos
+    registers it; Exclusive): run an agent of a known role to the end and return its result.
+
+    It uses ``spawn_agent``'s runner (the same :class:`AgentHub`). The result is a failure
+    unless the agent completed: ``timeout`` when ``timeout_ms`` passed (the agent keeps
+    running; ``wait_agent`` or ``close_agent`` it by its id), ``process_failed`` when it
+    failed or was cancelled.
+    """
+
+    name = "delegate"
+    title = "Delegate a task to a sub-agent"
+    description = "Give a task to a sub-agent with a role and wait for its result."
+    tags = ("gateway", "code")
+    concurrency_class = ConcurrencyClass.EXCLUSIVE
+    timeout = WAIT_MAX_MS / 1000 + 60
+
+    class Args(LeanArgs):
+        role: Literal["reviewer", "implementer", "test_worker", "explorer"] = Field(
+            description="The agent's role (its tool budget)."
+        )
+        task: str = Field(description="What the agent should do.")
+        timeout_ms: int = Field(
+            DELEGATE_DEFAULT_MS, ge=1000, le=WAIT_MAX_MS, description="Wait at most (ms)."
+        )
+
+    async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+        role, task = str(args["role"]), str(args["task"]).strip()
+        if role not in DELEGATE_ROLES:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"delegate: unknown role {role!r}; canonical roles: {sorted(DELEGATE_ROLES)}",
+                field="role",
+            )
+        if not task:
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "delegate requires `task`", field="task")
+        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
+            raise ToolError(
+                ErrorKind.POLICY_DENIED,
+                f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
+                f"{MAX_SPAWN_DEPTH}); do the work yourself",
+            )
+        delegate = self.hub.delegate_for(ctx)
+        if delegate is None:
+            raise ToolError(
+                ErrorKind.NOT_CONFIGURED,
+                "delegate requires the session runtime to register a spawn_agent delegate; "
+                "do the task yourself",
+            )
+        request = SpawnRequest(
+            task=task,
+            label=f"delegate-{role}",
+            role=role,
+            allowed_tools=_expand(DELEGATE_ROLES[role]),
+            depth=ctx.spawn_depth + 1,
+            session_key=ctx.session_key,
+            args=dict(args),
+        )
+        rec = self.hub.start(ctx, delegate, request, "spawn_agent")
+        timeout_ms = int(args.get("timeout_ms", DELEGATE_DEFAULT_MS))
+        records, timed_out = await self.hub.supervisor.wait([rec.id], timeout_ms / 1000)
+        rec = records.get(rec.id, rec)
+        out: JSONObject = {
+            "agent_id": rec.id,
+            "role": role,
+            "status": rec.status.value,
+            "result": _status(rec).get("output"),
+            "artifacts": list(rec.output_files),
+            "error": rec.error,
+            "terminal": rec.terminal,
+            "timed_out": timed_out,
+        }
+        meta: JSONObject = {
+            "codex_tool": self.name,
+            "role": role,
+            "agent_id": rec.id,
+            "artifacts": list(rec.output_files),
+            "terminal": rec.terminal,
+        }
+        if rec.status is TaskStatus.COMPLETED:
+            return ToolResult.ok(_json(out), structured_metadata={**meta, **out})
+        if not rec.terminal:
+            kind, why = ErrorKind.TIMEOUT, f"still running after {timeout_ms} ms"
+        else:
+            kind, why = ErrorKind.PROCESS_FAILED, f"ended {rec.status.value}: {rec.error or ''}"
+        return ToolResult.failure(
+            kind,
+            f"delegate: the {role} agent {rec.id} {why}".rstrip(": "),
+            output=_json(out),
+            metadata={**meta, **out},
+        )
+
+
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
-    """Register the five sub-agent tools (octos §1.1 #7, #9-#12) over
-    ``registry.supervisor``; bind a runner later with :func:`bind_spawn_delegate`."""
+    """Register the sub-agent tools (octos's ``spawn_agent``, ``delegate``, ``send_input``,
+    ``resume_agent``, ``wait_agent``, ``close_agent``) over ``registry.supervisor``; bind a
+    runner later with :func:`bind_spawn_delegate`."""
     hub = AgentHub(registry.supervisor)
-    for cls in (SpawnAgentTool, SendInputTool, ResumeAgentTool, WaitAgentTool, CloseAgentTool):
+    for cls in (
+        SpawnAgentTool,
+        DelegateTool,
+        SendInputTool,
+        ResumeAgentTool,
+        WaitAgentTool,
+        CloseAgentTool,
+    ):
         registry.register(cls(hub))

@@ -1,4 +1,4 @@
-"""``code_structure``: the outline of source files (reference §1.8; extra ``code``).
+"""``code_structure``: the outline of source files (octos ``code_structure``; extra ``code``).
 
 ``code_structure {path, language?}`` parses a file with tree-sitter and lists its functions
 (and methods, with their class / impl / receiver), classes (and structs, enums, traits,
@@ -35,15 +35,17 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+from pydantic import Field
 
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..workspace.text import is_binary
 from . import MISSING_EXTRAS
 from ._base import WorkspaceTool
+from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -62,7 +64,7 @@ __all__ = [
     "register",
 ]
 
-#: Largest file parsed, in bytes (reference §1.8: 1 MiB).
+#: Largest file parsed, in bytes (octos's limit: 1 MiB).
 MAX_FILE_BYTES = 1_048_576
 #: Files listed at most for a directory.
 MAX_FILES = 200
@@ -73,6 +75,7 @@ MAX_DIR_OUTPUT_BYTES = 40_000
 _MAX_LEFT_OUT_COUNT = 10_000
 #: Supported language names (tree-sitter-language-pack grammar names).
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "rust", "go")
+_Language = Literal["python", "javascript", "typescript", "tsx", "rust", "go"]
 #: File extension → language.
 EXTENSIONS: dict[str, str] = {
     ".py": "python",
@@ -361,7 +364,7 @@ def _language_of(path: str) -> str | None:
 
 
 class CodeStructureTool(WorkspaceTool):
-    """``code_structure {path, language?}`` (reference §1.8).
+    """``code_structure {path, language?}`` (octos ``code_structure``).
 
     Args:
         workspace: where paths are resolved; ``None`` → the call's ``ctx.workspace``.
@@ -370,33 +373,21 @@ class CodeStructureTool(WorkspaceTool):
     name = "code_structure"
     title = "Code structure"
     description = (
-        "Outline source code: functions and methods, classes/structs/interfaces, imports and "
-        "constants, with line numbers, as JSON. Python, JavaScript, TypeScript, TSX, Rust and "
-        "Go. `path` may be a file or a folder (each supported file, up to 200)."
+        "Outline source files as JSON: functions, classes, imports, constants with line "
+        "numbers. Python, JS, TS, Rust, Go. `path`: a file or a folder."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "File or folder, relative to the workspace.",
-            },
-            "language": {
-                "type": "string",
-                "enum": list(LANGUAGES),
-                "description": "Force a language instead of guessing from the extension.",
-            },
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+
+    class Args(LeanArgs):
+        path: str = Field(description="File or folder.")
+        language: _Language | None = Field(None, description="Override the file extension.")
+
     tags = ("code", "search")
     concurrency_class = ConcurrencyClass.SAFE
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
         ws = self.workspace_for(ctx)
-        path = str(args["path"])
-        language = args.get("language")
+        path = args.path
+        language = args.language
         data = await anyio.to_thread.run_sync(self._outline_path, ws, path, language)
         # compact JSON: indentation roughly doubled a folder outline and pushed it past the
         # output cap, where the head+tail cut left the model broken JSON

@@ -1,4 +1,5 @@
-"""Codex interaction tools: ``update_plan`` and ``request_user_input`` (octos §1.4).
+"""Codex interaction tools: ``update_plan`` and ``request_user_input`` (octos
+``crates/octos-agent/src/tools/coding_tools.rs``).
 
 Neither touches files or processes. ``update_plan`` keeps the current plan on the session's
 ``ToolContext.state`` (key :data:`PLAN_STATE_KEY`) and echoes it once (octos nests the whole
@@ -10,12 +11,16 @@ saying that no channel is attached, instead of pretending a person answered.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
 
 from ..config import Config
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, JSONObject, ToolResult
+from ..typed import ToolArgs, TypedTool
+from ._schema import lean_schema
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -36,8 +41,25 @@ PLAN_STATUSES = ("pending", "in_progress", "completed")
 _MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
-class UpdatePlanTool(Tool):
-    """``update_plan {explanation?, plan: [{step, status}]}`` (Codex P0).
+class _LeanSchema:
+    """Mixin: the generated schema with ``anyOf [X, null]`` shown as ``X``."""
+
+    input_schema: ClassVar[JSONObject]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.input_schema = lean_schema(cls.input_schema)
+
+
+class PlanStep(ToolArgs):
+    """One step of a plan."""
+
+    step: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class UpdatePlanTool(_LeanSchema, TypedTool):
+    """``update_plan {explanation?, plan: [{step, status}]}`` (Codex ``update_plan``).
 
     At most one step may be ``in_progress``. The plan replaces the previous one in
     ``ctx.state["plan"]``; the result lists it once, and ``structured_metadata`` carries
@@ -47,62 +69,40 @@ class UpdatePlanTool(Tool):
     name = "update_plan"
     title = "Update the plan"
     description = (
-        "Record the task plan: a list of steps, each pending, in_progress or completed "
-        "(at most one in_progress). Send the whole plan each time; it replaces the last one."
+        "Record the task plan: the whole list of steps each time (pending, in_progress or "
+        "completed; at most one in_progress)."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "explanation": {"type": "string", "description": "Why the plan changed (optional)."},
-            "plan": {
-                "type": "array",
-                "description": "The steps, in order.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "step": {"type": "string", "description": "What to do."},
-                        "status": {"type": "string", "enum": list(PLAN_STATUSES)},
-                    },
-                    "required": ["step", "status"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "required": ["plan"],
-        "additionalProperties": False,
-    }
     tags = ("code",)
     concurrency_class = ConcurrencyClass.SAFE
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
+    class Args(ToolArgs):
+        explanation: str | None = None
+        plan: list[PlanStep]
+
+    async def run(self, args: UpdatePlanTool.Args, ctx: ToolContext | None) -> ToolResult:
         steps: list[dict[str, str]] = []
-        for i, item in enumerate(args["plan"], 1):
-            step = str(item["step"]).strip()
-            status = str(item["status"])
+        for i, item in enumerate(args.plan, 1):
+            step = item.step.strip()
             if not step:
                 raise ToolError(ErrorKind.INVALID_ARGUMENTS, f"plan step {i} has an empty 'step'")
-            if status not in PLAN_STATUSES:
-                raise ToolError(
-                    ErrorKind.INVALID_ARGUMENTS,
-                    f"plan step {i}: status must be one of {', '.join(PLAN_STATUSES)}",
-                )
-            steps.append({"step": step, "status": status})
+            steps.append({"step": step, "status": item.status})
         active = [i for i, s in enumerate(steps, 1) if s["status"] == "in_progress"]
         if len(active) > 1:
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS,
                 f"only one step may be in_progress; steps {', '.join(map(str, active))} are",
             )
-        explanation = args.get("explanation")
+        explanation = args.explanation
         plan: JSONObject = {"explanation": explanation, "plan": steps}
-        ctx.state[PLAN_STATE_KEY] = plan
+        if ctx is not None:
+            ctx.state[PLAN_STATE_KEY] = plan
         done = sum(1 for s in steps if s["status"] == "completed")
         if steps:
             lines = [f"Plan updated ({done}/{len(steps)} completed):"]
         else:
             lines = ["Plan cleared: it has no steps now."]
         if explanation:
-            lines.insert(0, str(explanation))
+            lines.insert(0, explanation)
         lines.extend(f"{_MARK[s['status']]} {s['step']}" for s in steps)
         return ToolResult.ok(
             "\n".join(lines),
@@ -110,13 +110,31 @@ class UpdatePlanTool(Tool):
         )
 
 
-class RequestUserInputTool(Tool):
-    """``request_user_input`` (Codex P0): ask the person through ``ctx.user_input``.
+class QuestionOption(ToolArgs):
+    """One choice offered with a question."""
+
+    label: str
+    description: str | None = None
+
+
+class Question(ToolArgs):
+    """One question of ``request_user_input``."""
+
+    id: str | None = None
+    header: str | None = None
+    question: str
+    options: list[QuestionOption] | None = None
+    multi_select: bool | None = None
+
+
+class RequestUserInputTool(_LeanSchema, TypedTool):
+    """``request_user_input`` (Codex): ask the person through ``ctx.user_input``.
 
     Accepts Codex's ``questions`` list (each ``{id?, header?, question, options?}``) or a
-    plain ``prompt``. The callback receives the validated arguments and its answer is
-    returned as JSON. With no callback the result is a failure of kind ``unavailable`` whose
-    metadata says ``host_response_channel: not_attached``.
+    plain ``prompt``. The callback receives the arguments as sent (nulls dropped) and its
+    answer is returned as text (JSON when it is not a string). With no callback the result
+    is a failure of kind ``unavailable`` whose metadata says
+    ``host_response_channel: not_attached``.
     """
 
     name = "request_user_input"
@@ -125,53 +143,23 @@ class RequestUserInputTool(Tool):
         "Ask the user one or more questions and wait for the answer. Use only when you "
         "cannot proceed without their decision."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "description": "A single question."},
-            "questions": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string"},
-                        "header": {"type": "string"},
-                        "question": {"type": "string"},
-                        "options": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "label": {"type": "string"},
-                                    "description": {"type": "string"},
-                                },
-                                "required": ["label"],
-                                "additionalProperties": False,
-                            },
-                        },
-                        "multi_select": {"type": "boolean"},
-                    },
-                    "required": ["question"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "additionalProperties": False,
-    }
     tags = ("code",)
     concurrency_class = ConcurrencyClass.SAFE
     blocks_on_human_input = True
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        prompt = args.get("prompt")
-        questions = args.get("questions")
-        if not questions and not (isinstance(prompt, str) and prompt.strip()):
+    class Args(ToolArgs):
+        prompt: str | None = Field(None, description="A single question.")
+        questions: list[Question] | None = Field(None, min_length=1)
+
+    async def run(self, args: RequestUserInputTool.Args, ctx: ToolContext | None) -> ToolResult:
+        prompt = args.prompt
+        if not args.questions and not (prompt and prompt.strip()):
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, "request_user_input needs 'prompt' or 'questions'"
             )
-        request: JSONObject = dict(args)
-        if ctx.user_input is None:
+        request: JSONObject = args.model_dump(exclude_none=True)
+        callback = ctx.user_input if ctx is not None else None
+        if callback is None:
             return ToolResult.failure(
                 ErrorKind.UNAVAILABLE,
                 "no user-input channel is attached to this session, so nobody can answer; "
@@ -183,7 +171,7 @@ class RequestUserInputTool(Tool):
                     "host_response_channel": "not_attached",
                 },
             )
-        answer: Any = await ctx.user_input(request)
+        answer: Any = await callback(request)
         text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         return ToolResult.ok(
             text,
@@ -198,6 +186,6 @@ class RequestUserInputTool(Tool):
 
 
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
-    """Register ``update_plan`` and ``request_user_input`` (octos §1.1 #5, #6)."""
+    """Register ``update_plan`` and ``request_user_input``."""
     registry.register(UpdatePlanTool())
     registry.register(RequestUserInputTool())

@@ -1,4 +1,4 @@
-"""The read-only ``git`` tool (reference §1.8; extra ``git``, which needs no Python package).
+"""The read-only ``git`` tool (octos ``git``; extra ``git``, which needs no Python package).
 
 ``git {command: status|diff|log|show|blame, path?, count=10, revision?}`` runs the ``git``
 binary in the workspace. Why the binary and not a library: it is the reference
@@ -11,7 +11,11 @@ work without a restart) and a call fails with ``unavailable`` saying so.
 Outputs follow octos, in compact JSON (no indentation: fewer tokens): ``status`` → JSON
 ``{branch, staged, modified, untracked, conflicted}``; ``diff`` → unified diff text (working
 tree against the index; with ``revision``, working tree against that commit) or
-``No changes.``; ``log`` → JSON list of ``{hash (12 chars), author, date, message}``;
+``No changes.``; in a repository with no commit yet, ``diff`` also shows what is staged (the
+index against the empty tree: ours, since there is no HEAD for ``--cached`` to compare with),
+a ``revision`` is refused saying there is no commit yet, and ``blame`` of a file with no
+history (no commit yet, or never committed) says so instead of echoing git's message;
+``log`` → JSON list of ``{hash (12 chars), author, date, message}``;
 ``show`` → one line of JSON about the commit (hash, author, date, message, changed files),
 a blank line, then its diff as plain text (ours: octos puts the diff inside the JSON as one
 escaped string, which is hard to read and costs more tokens; ``structured_metadata`` still
@@ -66,14 +70,16 @@ import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream
+from pydantic import Field
 
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ._base import WorkspaceTool
+from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -117,8 +123,8 @@ def validate_revision(revision: str) -> str:
     Raises:
         ToolError: ``invalid_arguments`` naming the rule broken.
 
-    Source: reference §1.8 (octos's charset and limits); the leading-character rule is ours
-    (no option injection).
+    Source: octos's ``git`` tool (its charset and limits); the leading-character rule is
+    ours (no option injection).
     """
     if not _REVISION_RE.match(revision) or ".." in revision or "@{" in revision:
         raise ToolError(
@@ -247,66 +253,39 @@ class GitTool(WorkspaceTool):
     name = "git"
     title = "Git (read-only)"
     description = (
-        "Read-only git queries in the workspace repository. command: 'status' (JSON: branch, "
-        "staged, modified, untracked), 'diff' (unified diff of unstaged changes; with "
-        "revision, working tree against that commit), 'log' (JSON list of recent commits, "
-        "`count` of them), 'show' (one commit, default HEAD: a JSON line with its files, "
-        "then its diff), "
-        "'blame' (who last changed each line of `path`). `path` limits to a file or folder."
+        "Read-only git. diff: unstaged changes, or against `revision`. blame needs `path`."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "command": {
-                "type": "string",
-                "enum": ["status", "diff", "log", "show", "blame"],
-                "description": "The git query to run.",
-            },
-            "path": {
-                "type": "string",
-                "description": "File or folder relative to the workspace (required for blame).",
-            },
-            "count": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 500,
-                "default": 10,
-                "description": "Number of commits for log (default 10).",
-            },
-            "revision": {
-                "type": "string",
-                "description": "Commit, branch or tag (e.g. HEAD~2, main, v1.0); no ranges.",
-            },
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+
+    class Args(LeanArgs):
+        command: Literal["status", "diff", "log", "show", "blame"]
+        path: str | None = Field(None, description="File or folder.")
+        count: int = Field(10, ge=1, le=500, description="Commits for log.")
+        revision: str | None = Field(None, description="Commit, branch or tag.")
+
     tags = ("code", "search")
     concurrency_class = ConcurrencyClass.SAFE
 
-    async def execute_with_context(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        return await self._run(self.workspace_for(ctx), args)
-
-    async def _run(self, ws: Workspace, args: JSONObject) -> ToolResult:
-        command = str(args["command"])
-        count = int(args.get("count", 10))
-        revision = args.get("revision")
-        if revision is not None:
-            revision = validate_revision(str(revision))
-        path = _checked_path(ws, args.get("path"), must_be_file=command == "blame")
+    async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
+        ws = self.workspace_for(ctx)
+        command = args.command
+        revision = validate_revision(args.revision) if args.revision is not None else None
+        path = _checked_path(ws, args.path, must_be_file=command == "blame")
         if command == "blame" and path is None:
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "blame needs a file 'path'")
         repo = await _open_repo(ws)
         spec = [path] if path is not None else repo.scope
+        if command == "show" and revision is None:
+            revision = "HEAD"
         commit = await _resolve(repo, revision) if revision is not None else None
         if command == "status":
             return await _status(repo, spec)
         if command == "diff":
             return await _diff(repo, spec, commit)
         if command == "log":
-            return await _log(repo, spec, count, commit)
+            return await _log(repo, spec, args.count, commit)
         if command == "show":
-            return await _show(repo, spec, commit or await _resolve(repo, "HEAD"))
+            assert commit is not None
+            return await _show(repo, spec, commit)
         assert path is not None
         _check_revs_files(ws, repo.revs_files)
         return await _blame(repo, path, commit)
@@ -402,6 +381,19 @@ async def _checked(repo: _Repo, args: Sequence[str]) -> _Run:
     return run
 
 
+_NO_COMMIT_YET = "the repository has no commit yet"
+
+
+async def _has_commit(repo: _Repo) -> bool:
+    """Whether ``HEAD`` names a commit (``False`` in a repository with no commit yet)."""
+    run = await _git(
+        repo.cwd,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", "HEAD^{commit}"],
+        repo.env,
+    )
+    return run.code == 0
+
+
 async def _resolve(repo: _Repo, revision: str) -> str:
     run = await _git(
         repo.cwd,
@@ -409,6 +401,13 @@ async def _resolve(repo: _Repo, revision: str) -> str:
         repo.env,
     )
     if run.code != 0:
+        if not await _has_commit(repo):
+            raise ToolError(
+                ErrorKind.NOT_FOUND,
+                f"{_NO_COMMIT_YET}, so there is no {revision!r} to compare with; 'diff' without "
+                "a revision shows the staged and unstaged changes",
+                reason="no_commit_yet",
+            )
         raise ToolError(ErrorKind.NOT_FOUND, f"unknown revision {revision!r} (no such commit)")
     return _text(run.out).strip()
 
@@ -496,9 +495,33 @@ async def _diff(repo: _Repo, spec: list[str], commit: str | None) -> ToolResult:
         args.append(commit)
     run = await _checked(repo, [*args, "--", *spec])
     text = _text(run.out)
+    if commit is None and not await _has_commit(repo):
+        return await _diff_without_commits(repo, args[1:], spec, run)
     if not text.strip():
         return ToolResult.ok("No changes.")
     return ToolResult.ok(text + _cut_note(run))
+
+
+async def _diff_without_commits(
+    repo: _Repo, options: list[str], spec: list[str], unstaged: _Run
+) -> ToolResult:
+    """``diff`` before the first commit: the staged files (the index against the empty
+    tree) and then the unstaged changes (the working tree against the index)."""
+    empty = await _checked(repo, ["hash-object", "-t", "tree", os.devnull])
+    tree = _text(empty.out).strip()
+    staged = await _checked(repo, ["diff-index", "--cached", *options, tree, "--", *spec])
+    parts = []
+    if staged.out.strip():
+        parts.append(
+            f"Staged ({_NO_COMMIT_YET}; against the empty tree):\n"
+            + _text(staged.out)
+            + _cut_note(staged)
+        )
+    if unstaged.out.strip():
+        parts.append("Unstaged:\n" + _text(unstaged.out) + _cut_note(unstaged))
+    if not parts:
+        return ToolResult.ok(f"No changes ({_NO_COMMIT_YET} and nothing is staged).")
+    return ToolResult.ok("\n".join(parts), structured_metadata={"no_commit_yet": True})
 
 
 _LOG_FORMAT = "%H%x1f%an%x1f%ae%x1f%aI%x1f%P%x1f%B%x1e"
@@ -619,7 +642,18 @@ async def _blame(repo: _Repo, path: str, commit: str | None) -> ToolResult:
     args = ["blame", "--porcelain", "--no-textconv"]
     if commit is not None:
         args.append(commit)
-    run = await _checked(repo, [*args, "--", path])
+    run = await _git(repo.cwd, [*args, "--", path], repo.env)
+    if run.code != 0:
+        if not await _has_commit(repo):
+            why = f"{_NO_COMMIT_YET}; blame shows who last changed each committed line"
+        elif "no such path" in run.err:
+            where = "that commit" if commit is not None else "HEAD"
+            why = f"it is not in {where} (never committed: untracked, ignored or new)"
+        else:
+            raise ToolError(ErrorKind.PROCESS_FAILED, f"git error: {run.err}")
+        raise ToolError(
+            ErrorKind.NOT_FOUND, f"{path} has no history to blame: {why}", reason="no_history"
+        )
     authors: dict[str, str] = {}
     lines: list[str] = []
     current = ""

@@ -1,4 +1,4 @@
-"""``image_generation``: the typed stub of octos (§1.6).
+"""``image_generation``: the typed stub of octos's ``image_generation``.
 
 No image backend is bound in octos-tools, so the tool exists only to tell the model so in a
 way it can act on: a blank prompt is ``invalid_arguments``; any other call is a failed result
@@ -9,19 +9,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from ..config import Config
 from ..errors import ErrorKind, ToolError
-from ..tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from ..tool import ConcurrencyClass, ToolResult
+from ..typed import TypedTool
+from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
+    from ..context import ToolContext
     from ..registry import ToolRegistry
     from ..workspace import Workspace
 
 __all__ = ["ImageGenerationTool", "register"]
 
 
-class ImageGenerationTool(Tool):
-    """``image_generation {prompt, size?, n?}``: always unsupported (octos §1.6)."""
+class ImageGenerationTool(TypedTool):
+    """``image_generation {prompt, size?, n?}``: always unsupported (as in octos, which
+    binds no backend by default)."""
 
     name = "image_generation"
     title = "Generate an image (unsupported)"
@@ -29,26 +35,22 @@ class ImageGenerationTool(Tool):
         "Generate images from a prompt. No image backend is attached in this runtime: the "
         "call reports coding_tool_unsupported."
     )
-    input_schema: JSONObject = {  # noqa: RUF012
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "description": "What to draw."},
-            "size": {"type": "string", "description": "e.g. 1024x1024."},
-            "n": {"type": "integer", "minimum": 1, "maximum": 4},
-        },
-        "required": ["prompt"],
-        "additionalProperties": False,
-    }
+
+    class Args(LeanArgs):
+        prompt: str = Field(description="What to draw.")
+        size: str | None = Field(None, description="e.g. 1024x1024.")
+        n: int | None = Field(None, ge=1, le=4)
+
     tags = ("media", "code")
     concurrency_class = ConcurrencyClass.SAFE
 
-    async def execute(self, args: JSONObject) -> ToolResult:
-        prompt = str(args["prompt"])
+    async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
+        prompt = args.prompt
         if not prompt.strip():
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, "image_generation needs a non-empty prompt"
             )
-        accepted = {"prompt": prompt, "size": args.get("size"), "n": args.get("n", 1)}
+        accepted = {"prompt": prompt, "size": args.size, "n": args.n or 1}
         return ToolResult.failure(
             ErrorKind.CODING_TOOL_UNSUPPORTED,
             "image_generation has no image backend in this runtime; describe the image in text "
@@ -62,5 +64,5 @@ class ImageGenerationTool(Tool):
 
 
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
-    """Register the ``image_generation`` stub (octos §1.1 #33)."""
+    """Register the ``image_generation`` stub."""
     registry.register(ImageGenerationTool())

@@ -4,6 +4,11 @@ An assistant message's ``content`` holds ``{"type": "tool_use", "id", "name", "i
 blocks; the answers go back in one user message whose content is
 ``{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": bool}`` blocks, in
 the same order (Anthropic requires every ``tool_use`` to be answered in the next message).
+
+A result carrying images (``ToolResult.content``: :class:`~octos_tools.tool.ImageContent`)
+gets a list as ``content``: a ``text`` block, then one ``{"type": "image", "source":
+{"type": "base64", "media_type", "data"}}`` block per image (Anthropic Messages API,
+"tool_result" content: https://docs.anthropic.com/en/docs/build-with-claude/tool-use).
 """
 
 from __future__ import annotations
@@ -11,21 +16,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..execution import ToolCall
-from ..tool import JSONObject, ToolResult, ToolSpec
+from ..tool import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
 from ._common import check_pairs, field, result_text
 
 __all__ = [
     "parse_tool_uses",
+    "spec_to_anthropic",
     "tool_result_block",
     "tool_results_message",
     "tools_to_anthropic",
 ]
 
 
+def spec_to_anthropic(spec: ToolSpec) -> JSONObject:
+    """One Messages API ``tools`` entry: ``{"name", "description", "input_schema"}``
+    (Anthropic docs, "Tool use: specifying client tools")."""
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+    }
+
+
 def tools_to_anthropic(specs: Iterable[ToolSpec]) -> list[JSONObject]:
-    """The ``tools`` array of a Messages request (``ToolSpec.to_anthropic()`` each)."""
-    return [spec.to_anthropic() for spec in specs]
+    """The ``tools`` array of a Messages request (:func:`spec_to_anthropic` each)."""
+    return [spec_to_anthropic(spec) for spec in specs]
 
 
 def parse_tool_uses(message: Any) -> list[ToolCall]:
@@ -63,13 +78,31 @@ def parse_tool_uses(message: Any) -> list[ToolCall]:
     return calls
 
 
+def _image_block(image: ImageContent) -> JSONObject:
+    import base64
+
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": image.mime_type,
+            "data": base64.b64encode(image.data).decode("ascii"),
+        },
+    }
+
+
 def tool_result_block(call_id: str, result: ToolResult) -> JSONObject:
     """The ``tool_result`` block answering ``call_id``; ``is_error`` mirrors
-    ``not result.success``."""
+    ``not result.success``. ``content`` is the text, or ``[text block, image blocks…]``
+    when the result carries images."""
+    images = [block for block in result.content if isinstance(block, ImageContent)]
+    content: str | list[JSONObject] = result_text(result)
+    if images:
+        content = [{"type": "text", "text": content}, *(_image_block(i) for i in images)]
     return {
         "type": "tool_result",
         "tool_use_id": call_id,
-        "content": result_text(result),
+        "content": content,
         "is_error": not result.success,
     }
 

@@ -1,49 +1,35 @@
-"""Serve a :class:`~octos_tools.registry.ToolRegistry` over MCP (issue 6, DESIGN.md §6).
+"""Serve a :class:`~octos_tools.registry.ToolRegistry` over MCP.
 
-Built on the low-level ``Server`` of the official ``mcp`` SDK (v2), because our tool list
-changes at run time (deferral, LRU eviction, activation): a decorator server would freeze
-it at import time.
+Built on the low-level ``Server`` of the official ``mcp`` SDK (v2), because what a client
+sees changes at run time (activation, per-session views): a decorator server would freeze
+the tool list at import time. The jobs live in small modules:
 
-* ``tools/list`` is the registry's visible specs after the seed's housekeeping
-  (:meth:`~octos_tools.session.ToolSession.before_model_request`: ``tick`` → ``auto_evict``
-  → ``specs``). Policy, deferral and the context filter are already applied by
-  ``specs()``. Each tool carries ``title`` and the annotations ``readOnlyHint`` (Safe) and
-  ``destructiveHint`` (Exclusive). Results carry ``ttlMs: 0``: a client must not cache a
-  list that changes.
-* ``tools/call`` runs :meth:`~octos_tools.registry.ToolRegistry.execute` with a
-  :class:`~octos_tools.context.ToolContext` (call id ``mcp-<request id>``, the workspace,
-  a progress reporter forwarding to MCP ``notifications/progress`` when the request has a
-  ``progressToken``). The result is the tool's text plus ``structuredContent`` = its
-  ``structured_metadata``. Every failure, including ``unknown_tool`` and
-  ``policy_denied``, is an ``isError`` result whose text starts ``Error [<kind>]:``: the
-  model can read and correct it (MCP's rule for tool errors; we keep protocol errors for
-  malformed requests only).
-* Exclusive calls are serialised with one lock (arrival order), Safe calls run freely:
-  the seed's batch rule carried across concurrent MCP requests.
-* ``notifications/tools/list_changed``: every registry mutation wakes a watcher task that
-  compares the visible names with the last announced ones; when they differ it tells
-  every client that accepts it. Two protocol eras coexist in SDK v2:
+* :mod:`~octos_tools.mcp.sessions`: one view per MCP session over the shared registry;
+  ``tools/list`` is a pure read of it;
+* :mod:`~octos_tools.mcp.results`: ``ToolResult`` → ``CallToolResult`` (text and media in
+  ``content``, our metadata in ``_meta``, ``isError`` only for failed calls);
+* :mod:`~octos_tools.mcp.elicitation`: ``request_user_input`` through MCP elicitation;
+* :mod:`~octos_tools.mcp.stdio` and :mod:`~octos_tools.mcp.http` (with
+  :mod:`~octos_tools.mcp.auth`): the transports.
 
-  - 2025 handshake connections (``initialize``) get the notification pushed on their
-    standalone channel (the stdio pipe, the HTTP GET stream);
-  - 2026-07-28 connections are stateless per request and may not be pushed to unasked:
-    they receive it only on a ``subscriptions/listen`` stream they opened
-    (``tools_list_changed``), which we serve with the SDK's ``ListenHandler``.
+``notifications/tools/list_changed``: a client is told when *its* list changes (a deferred
+tool it called, ``activate_tools``, a mounted server's new tools). Two protocol eras
+coexist in SDK v2: 2025 handshake connections (``initialize``) get the notification pushed
+on their connection; 2026-07-28 clients, which may not be pushed to unasked, get it on a
+``subscriptions/listen`` stream they opened (the SDK's ``ListenHandler``).
 
-Transports: stdio (default) and streamable HTTP (:func:`serve_http`). Nothing here writes
-to stdout except the stdio transport itself.
+Nothing here writes to stdout except the stdio transport itself.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -51,86 +37,54 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
 from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
-from ..errors import ErrorKind
-from ..session import ToolSession
-from ..tool import ConcurrencyClass, ToolResult, ToolSpec
+from .auth import LOOPBACK_HOSTS, is_loopback, transport_security
+from .elicitation import supports_elicitation, user_input_via_elicitation
+from .http import HttpOptions, bind_socket, serve_http_app
+from .results import META_KEY, result_to_mcp
+from .sessions import McpSession, McpSessions, output_schema_of, spec_to_mcp, unusable_tools
+from .stdio import DEFAULT_MAX_MESSAGE_BYTES, stdio_transport
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
     from ..registry import ToolRegistry
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "META_KEY",
     "OctosMcpServer",
     "bind_socket",
     "is_loopback",
     "result_to_mcp",
+    "run_server",
+    "server_instructions",
     "spec_to_mcp",
 ]
 
 logger = logging.getLogger("octos_tools.mcp.server")
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-"""Hosts the HTTP transport binds without ``--allow-remote``."""
-
-SERVER_INSTRUCTIONS = (
-    "octos-tools: file, search, edit and shell tools confined to one workspace. Paths are "
-    "relative to the workspace root. Failed calls return an error result whose text starts "
-    "with 'Error [<kind>]:'; read it and correct the call. Some tool groups are deferred to "
-    "save context: calling a deferred tool (or activate_tools) loads it, and the tool list "
-    "changes (notifications/tools/list_changed)."
-)
+_SESSION_KEY = "octos_tools.mcp_session"
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names a loopback address (``127.0.0.0/8``, ``::1``, ``localhost``)."""
-    import ipaddress
-
-    if host in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` for :meth:`OctosMcpServer.serve_http`.
-
-    Bound before the server starts so that a busy port or a bad address is a plain
-    ``OSError`` the caller can report in one line (uvicorn would ``sys.exit(3)`` from
-    inside the event loop).
-
-    Raises:
-        OSError: the address cannot be resolved or bound (``EADDRINUSE`` when taken).
-    """
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
-
-
-def _transport_security(host: str) -> TransportSecuritySettings | None:
-    """Host/Origin checks against DNS rebinding for a loopback bind (MCP transport spec:
-    servers on localhost must validate ``Origin``). The SDK enables them only for the
-    literal hosts ``127.0.0.1``, ``localhost`` and ``::1``; every loopback address gets
-    them here. ``None`` (no checks) for a remote bind, whose public names we cannot know."""
-    if not is_loopback(host):
-        return None
-    bare = host.strip("[]")
-    names = {"127.0.0.1", "localhost", "[::1]", f"[{bare}]" if ":" in bare else bare}
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=sorted(names | {f"{n}:*" for n in names}),
-        allowed_origins=sorted({f"http://{n}" for n in names} | {f"http://{n}:*" for n in names}),
+def server_instructions(workspace: str | None) -> str:
+    """The ``instructions`` sent to clients: what is confined and what is not, how errors
+    read, and how deferred tools are reached."""
+    where = f" ({workspace})" if workspace else ""
+    return (
+        f"octos-tools. File, search and patch tools are confined to the workspace{where}; "
+        "paths are relative to it. Commands (exec_command, shell) are NOT confined: they run "
+        "with this server's user rights and can reach anything that user can. A failed call "
+        "returns an error whose text starts 'Error [<kind>]:'; read it and correct the call. "
+        "A command that exits non-zero is not an error: its exit code is in the result. "
+        "Some tools are not listed, to save context: tool_search finds them; call them by "
+        "name, or activate_tools, and the list changes (notifications/tools/list_changed)."
     )
 
 
@@ -155,142 +109,6 @@ class _Server(Server[Any]):
         )
 
 
-def _invalid_line_reply(exc: Exception) -> types.JSONRPCError | None:
-    """The JSON-RPC error answering a stdio line the SDK could not decode, or ``None``
-    when none is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5).
-
-    ``-32700`` (id null) for text that is not JSON; ``-32602`` for a request whose
-    ``params`` are not an object; ``-32600`` for anything else. The request id is
-    recovered when the envelope has a usable one, so the client is not left waiting.
-    """
-    if not isinstance(exc, ValidationError):
-        return None
-    errors = exc.errors()
-    if any(e["type"] == "json_invalid" for e in errors):
-        return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
-    envelope = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)
-    if envelope is None:
-        return _rpc_error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
-    if "method" not in envelope:
-        has_outcome = "result" in envelope or "error" in envelope
-        return None if has_outcome else _rpc_error(None, -32600, "Invalid request")
-    rid = envelope.get("id")
-    if "id" not in envelope:
-        return None
-    if isinstance(rid, bool) or not isinstance(rid, str | int):
-        return _rpc_error(None, -32600, "Invalid request: id must be a string or an integer")
-    if (
-        envelope.get("jsonrpc") == "2.0"
-        and isinstance(envelope.get("method"), str)
-        and "params" in envelope
-        and not isinstance(envelope["params"], dict)
-    ):
-        return _rpc_error(rid, -32602, "Invalid params: params must be an object")
-    return _rpc_error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
-
-
-def _rpc_error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:
-    return types.JSONRPCError(
-        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
-    )
-
-
-class _AnsweringReadStream:
-    """A stdio read stream that answers undecodable lines instead of dropping them.
-
-    The SDK's stdio transport turns a line it cannot decode into an ``Exception`` item,
-    which the dispatcher only logs: a client that sent a malformed request would wait
-    forever. Here each such item gets its JSON-RPC error on ``write_stream``.
-    """
-
-    def __init__(
-        self,
-        inner: ReadStream[SessionMessage | Exception],
-        write_stream: WriteStream[SessionMessage],
-    ) -> None:
-        self._inner = inner
-        self._write = write_stream
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            item = await self._inner.receive()
-            if not isinstance(item, Exception):
-                return item
-            reply = _invalid_line_reply(item)
-            logger.debug("undecodable stdio line (%s); answered: %s", item, reply is not None)
-            if reply is not None:
-                await self._write.send(SessionMessage(reply))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _AnsweringReadStream:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _AnsweringReadStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-def spec_to_mcp(spec: ToolSpec) -> types.Tool:
-    """The MCP ``Tool`` for a :class:`~octos_tools.tool.ToolSpec` (name, title, description,
-    ``inputSchema`` kept whole, annotations ``title``/``readOnlyHint``/``destructiveHint``)."""
-    return types.Tool.model_validate(spec.to_mcp(), by_name=False)
-
-
-def _json_safe(value: Any) -> Any:
-    """``value`` if it is plain JSON, else a JSON round trip with ``str`` for the rest."""
-    try:
-        json.dumps(value, allow_nan=False)
-        return value
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
-
-
-def result_to_mcp(result: ToolResult) -> types.CallToolResult:
-    """Convert a :class:`~octos_tools.tool.ToolResult` into an MCP ``CallToolResult``.
-
-    Success: one text block with ``output``. Failure: ``isError`` with text that starts
-    ``Error [<kind>]: <message>`` (the tool's own output follows when it differs).
-    ``structuredContent`` is ``structured_metadata`` (a JSON object) when present, with
-    ``file_modified`` / ``files_to_send`` added under those keys when set and absent.
-    """
-    text = result.output
-    if not result.success:
-        err = result.error or {}
-        kind = str(err.get("kind") or ErrorKind.INTERNAL_ERROR.value)
-        message = str(err.get("message") or text or "the tool failed")
-        head = f"Error [{kind}]: {message}"
-        if not text.startswith(f"Error [{kind}]"):
-            text = head if not text or text == message else f"{head}\n\n{text}"
-    structured: dict[str, Any] | None = None
-    if result.structured_metadata is not None:
-        structured = dict(result.structured_metadata)
-    if result.file_modified and (structured is None or "file_modified" not in structured):
-        structured = structured or {}
-        structured["file_modified"] = result.file_modified
-    if result.files_to_send and (structured is None or "files_to_send" not in structured):
-        structured = structured or {}
-        structured["files_to_send"] = list(result.files_to_send)
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)],
-        structured_content=_json_safe(structured) if structured is not None else None,
-        is_error=not result.success,
-    )
-
-
 class OctosMcpServer:
     """An MCP server exposing one registry.
 
@@ -302,12 +120,14 @@ class OctosMcpServer:
         read_only: also mark every call's :class:`~octos_tools.context.ToolPermissions`
             read-only (the ``--read-only`` preset removes Exclusive tools already; this is
             the second lock).
-        instructions: the ``instructions`` text sent to clients.
+        instructions: the ``instructions`` text (default :func:`server_instructions`).
+        evict: run LRU eviction after each call (``serve.evict``); off by default.
+        base_ctx: the context calls start from (default: the registry's workspace and
+            session key); a host binds e.g. a spawn delegate in its ``extras``.
 
     Attributes:
         server: the SDK's low-level ``Server``.
-        session: the :class:`~octos_tools.session.ToolSession` doing the LRU housekeeping.
-        announcements: how many ``tools/list_changed`` announcements were made.
+        sessions: the :class:`~octos_tools.mcp.sessions.McpSessions`.
     """
 
     def __init__(
@@ -316,25 +136,29 @@ class OctosMcpServer:
         *,
         name: str = "octos-tools",
         read_only: bool = False,
-        instructions: str = SERVER_INSTRUCTIONS,
+        instructions: str | None = None,
+        evict: bool = False,
+        base_ctx: ToolContext | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self.registry = registry
-        base_ctx = ToolContext(
+        ctx = base_ctx or ToolContext(
             workspace=registry.workspace,
             session_key=registry.session_key,
             registry=registry,
-            permissions=ToolPermissions(
-                mode="read_only" if read_only else "workspace_write", read_only=read_only
-            ),
         )
-        self.session = ToolSession(registry, base_ctx)
+        if read_only:
+            ctx = replace(ctx, permissions=ToolPermissions(mode="read_only", read_only=True))
+        self.sessions = McpSessions(registry, ctx, evict=evict, hide=unusable_tools(registry, ctx))
+        self.max_message_bytes = max_message_bytes
+        root = str(registry.workspace.root) if registry.workspace is not None else None
         self.bus = InMemorySubscriptionBus()
         self.listen_handler = ListenHandler(self.bus)
         self.server: Server[Any] = _Server(
             name,
             version=__version__,
             title="octos-tools",
-            instructions=instructions,
+            instructions=instructions if instructions is not None else server_instructions(root),
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_subscriptions_listen=self.listen_handler,
@@ -342,15 +166,59 @@ class OctosMcpServer:
         )
         # No OpenTelemetry exporter is ever installed here; skip the per-message span.
         self.server.middleware = []
-        self.announcements = 0
-        self._exclusive = anyio.Lock()
         self._calls_running = 0
         self._dirty = anyio.Event()
-        self._announced: tuple[str, ...] = tuple(s.name for s in registry.specs())
-        self._specs_seen: list[ToolSpec] | None = None
-        self._tools_cache: list[types.Tool] = []
-        self._legacy: dict[int, Connection] = {}
-        registry.add_listener(self._on_mutation)
+        self._stdio: McpSession | None = None
+        self._stdio_mode = False
+        self._gone: anyio.Event | None = None
+        self._default = self.sessions.open(keep=False)
+        self._announced = tuple(s.name for s in self._default.specs())
+        self._default.tools.add_listener(self._on_mutation)
+
+    @property
+    def announcements(self) -> int:
+        """How many ``tools/list_changed`` notifications were sent to sessions."""
+        return self.sessions.announcements
+
+    def visible_names(self) -> tuple[str, ...]:
+        """The names a new session's ``tools/list`` returns (the configured default view)."""
+        return tuple(s.name for s in self._default.specs())
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session_for(
+        self, ctx: ServerRequestContext[Any, Any], *, for_call: bool = True
+    ) -> tuple[McpSession, bool]:
+        """The session of this request, and whether it is a throwaway (a stateless call:
+        close it after the request). A stateless list reads the default view itself."""
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        connection: Connection | None = getattr(ctx.session, "_connection", None)
+        if self._stdio_mode:
+            if self._stdio is None:
+                can_ask = not modern and supports_elicitation(ctx.session.client_capabilities)
+                push = (
+                    self._publish
+                    if modern or connection is None
+                    else connection.send_tool_list_changed
+                )
+                self._stdio = self.sessions.open(push=push, elicitation=can_ask)
+            return self._stdio, False
+        if modern or connection is None:
+            if not for_call:
+                return self._default, False
+            return self.sessions.open(keep=False), True
+        session: McpSession | None = connection.state.get(_SESSION_KEY)
+        if session is None:
+            session = self.sessions.open(
+                push=connection.send_tool_list_changed,
+                elicitation=supports_elicitation(connection.client_capabilities),
+            )
+            connection.state[_SESSION_KEY] = session
+            connection.exit_stack.push_async_callback(self.sessions.close, session)
+        return session, False
+
+    async def _publish(self) -> None:
+        await self.bus.publish(ToolsListChanged())
 
     # ------------------------------------------------------------------ handlers
 
@@ -361,78 +229,59 @@ class OctosMcpServer:
     async def _on_list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._remember_connection(ctx)
-        specs = self.session.before_model_request()
-        if specs is not self._specs_seen:
-            self._tools_cache = [spec_to_mcp(s) for s in specs]
-            self._specs_seen = specs
-        return types.ListToolsResult(tools=list(self._tools_cache), ttl_ms=0)
+        session, _ = self._session_for(ctx, for_call=False)
+        return types.ListToolsResult(tools=session.list_tools(), ttl_ms=0)
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        self._remember_connection(ctx)
+        session, throwaway = self._session_for(ctx)
         call_ctx = replace(
-            self.session.ctx,
+            session.tools.ctx,
             tool_call_id=f"mcp-{ctx.request_id}" if ctx.request_id is not None else "mcp",
             progress=_progress_reporter(ctx),
+            user_input=(
+                user_input_via_elicitation(ctx.session, ctx.request_id, gone=self._gone)
+                if session.elicitation
+                else None
+            ),
         )
         args = params.arguments if params.arguments is not None else {}
         self._calls_running += 1
         try:
-            if self.registry.concurrency_class(params.name) is ConcurrencyClass.EXCLUSIVE:
-                async with self._exclusive:
-                    result = await self.registry.execute(params.name, args, call_ctx)
-            else:
-                result = await self.registry.execute(params.name, args, call_ctx)
+            result = await self.sessions.call(session, params.name, args, call_ctx)
         finally:
             self._calls_running -= 1
-        return result_to_mcp(result)
+            if throwaway:
+                await self.sessions.close(session)
+        structured = None
+        if result.success and output_schema_of(self.registry.get(params.name)) is not None:
+            structured = result.structured_metadata or {}
+        return result_to_mcp(result, structured=structured)
 
     # ------------------------------------------------------------------ list_changed
 
-    def _remember_connection(self, ctx: ServerRequestContext[Any, Any]) -> None:
-        """Keep handshake-era connections to push ``tools/list_changed`` to later.
-
-        The SDK exposes the connection only privately on the per-request session; when it
-        is not there (another SDK version) such clients get no push, only fresh lists.
-        """
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        connection: Connection | None = getattr(ctx.session, "_connection", None)
-        if connection is None or id(connection) in self._legacy:
-            return
-        key = id(connection)
-        self._legacy[key] = connection
-        connection.exit_stack.callback(self._legacy.pop, key, None)
-
-    def _on_mutation(self, _registry: ToolRegistry) -> None:
+    def _on_mutation(self, _source: object) -> None:
         self._dirty.set()
 
-    def visible_names(self) -> tuple[str, ...]:
-        """The names ``tools/list`` would return now (without LRU housekeeping)."""
-        return tuple(s.name for s in self.registry.specs())
-
     async def _watch_changes(self) -> None:
-        """Announce ``tools/list_changed`` whenever the visible set differs from the last
-        announced one (runs for the life of a transport)."""
+        """For the life of a transport: tell each session whose list changed (its own
+        activations, or a change of the shared registry such as a mounted server's new
+        tools), and the 2026-07-28 listeners when the default view changed."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.sessions.follow)
+            await self._watch_default()
+
+    async def _watch_default(self) -> None:
         while True:
             await self._dirty.wait()
             self._dirty = anyio.Event()
             await anyio.lowlevel.checkpoint()  # coalesce a burst of mutations into one
             names = self.visible_names()
-            if names == self._announced:
-                continue
-            self._announced = names
-            await self.announce_tools_changed()
-
-    async def announce_tools_changed(self) -> None:
-        """Send ``tools/list_changed`` to every client that accepts it (both eras)."""
-        self.announcements += 1
-        logger.debug("tool list changed; notifying %d legacy connection(s)", len(self._legacy))
-        await self.bus.publish(ToolsListChanged())
-        for connection in list(self._legacy.values()):
-            await connection.send_tool_list_changed()
+            if names != self._announced:
+                self._announced = names
+                if self._stdio is None or self._stdio.push != self._publish:
+                    await self._publish()
 
     # ------------------------------------------------------------------ transports
 
@@ -441,28 +290,28 @@ class OctosMcpServer:
         return self.server.create_initialization_options(NotificationOptions(tools_changed=True))
 
     async def serve_stdio(self, *, exit_on_signal: bool = False) -> None:
-        """Serve one client over this process's stdin/stdout until it closes stdin.
+        """Serve one client over this process's stdin/stdout until it closes stdin; the
+        calls already received are finished and answered first.
 
-        A line that is not a valid JSON-RPC message is answered with a JSON-RPC error
-        (``-32700`` / ``-32600`` / ``-32602``) and serving goes on.
+        A line that is not a valid JSON-RPC message, or is longer than
+        ``max_message_bytes``, is answered with a JSON-RPC error and serving goes on.
 
         Args:
             exit_on_signal: for a server process (``octos-tools serve``): on SIGTERM,
                 SIGINT or SIGHUP cancel the running calls (their processes are killed),
-                close the registry and end the process. The SDK reads stdin in a worker
-                thread that no cancellation can interrupt while the client keeps the pipe
-                open, so the process leaves with ``os._exit(128 + signal)`` once the
-                cleanup is done (bounded: 10 s for the calls, 10 s for the registry).
+                close the registry and end the process. A worker thread blocked reading
+                stdin cannot be interrupted while the client keeps the pipe open, so the
+                process leaves with ``os._exit(128 + signal)`` once the cleanup is done
+                (bounded: 10 s for the calls, 10 s for the registry).
         """
-        from mcp.server.stdio import stdio_server
-
+        self._stdio_mode = True
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_changes)
             if exit_on_signal:
                 tg.start_soon(self._exit_on_signal, tg.cancel_scope)
-            async with stdio_server() as (read_stream, write_stream):
-                answering = _AnsweringReadStream(read_stream, write_stream)
-                await self.server.run(answering, write_stream, self.initialization_options())
+            async with stdio_transport(self.max_message_bytes) as (reads, writes, eof):
+                self._gone = eof
+                await self.server.run(reads, writes, self.initialization_options())
             self.listen_handler.close()
             tg.cancel_scope.cancel()
 
@@ -489,79 +338,75 @@ class OctosMcpServer:
         json_response: bool = False,
         on_ready: Callable[[str], Awaitable[None] | None] | None = None,
         sock: socket.socket | None = None,
+        token: str | None = None,
+        allowed_hosts: list[str] | tuple[str, ...] = (),
+        allowed_origins: list[str] | tuple[str, ...] = (),
     ) -> None:
         """Serve streamable HTTP at ``http://host:port{path}`` until cancelled.
 
         Args:
             host: the address to bind (the CLI refuses non-loopback hosts without
-                ``--allow-remote``).
+                ``--allow-remote`` and a token).
             port: the TCP port; ``0`` picks a free one (the URL passed to ``on_ready``
                 names it).
-            path: the endpoint path.
+            path: the endpoint path; any other path answers ``404`` naming it.
             json_response: answer plain JSON instead of SSE where the protocol allows.
             on_ready: called with the endpoint URL once the socket listens.
             sock: an already listening socket (:func:`bind_socket`) to serve instead of
                 binding ``host:port``; ``host`` still decides the Host/Origin checks.
+            token: the bearer token every request must carry (``None``: no token).
+            allowed_hosts / allowed_origins: see
+                :func:`~octos_tools.mcp.auth.transport_security`.
 
-        Loopback hosts get the DNS-rebinding protection (``Host`` and ``Origin`` must name
-        a loopback address: a page of another origin in a browser cannot drive the server).
+        Raises:
+            ConfigError: a remote wildcard bind without ``allowed_hosts``.
         """
-        import uvicorn
-
-        app = self.server.streamable_http_app(
-            streamable_http_path=path,
+        options = HttpOptions(
+            host,
+            port,
+            path=path,
             json_response=json_response,
-            host=host,
-            transport_security=_transport_security(host),
+            security=transport_security(
+                host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+            ),
+            token=token,
+            max_body_bytes=self.max_message_bytes,
         )
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=2,
-        )
-        server = uvicorn.Server(config)
-
-        async def run_uvicorn() -> None:
-            try:
-                await server.serve(sockets=[sock] if sock is not None else None)
-            finally:
-                self.listen_handler.close()
-                tg.cancel_scope.cancel()
-
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_changes)
-            tg.start_soon(run_uvicorn)
-            while not server.started and not server.should_exit:
-                await anyio.sleep(0.02)
-            if server.started and on_ready is not None:
-                bound = _bound_port(server) or port
-                shown = f"[{host}]" if ":" in host else host
-                maybe = on_ready(f"http://{shown}:{bound}{path}")
-                if maybe is not None:
-                    await maybe
+            await serve_http_app(
+                self.server,
+                options,
+                on_ready=on_ready,
+                sock=sock,
+                on_stop=self.listen_handler.close,
+            )
+            tg.cancel_scope.cancel()
 
 
-def _bound_port(server: Any) -> int | None:
-    for srv in getattr(server, "servers", None) or ():
-        for sock in getattr(srv, "sockets", None) or ():
-            name = sock.getsockname()
-            if isinstance(name, tuple) and len(name) >= 2:
-                return int(name[1])
-    return None
-
-
-def _progress_reporter(
-    ctx: ServerRequestContext[Any, Any],
-) -> ProgressReporter:
+def _progress_reporter(ctx: ServerRequestContext[Any, Any]) -> ProgressReporter:
     async def report(progress: float, total: float | None, message: str | None) -> None:
         # A no-op when the request carried no progressToken (the SDK checks).
         await ctx.session.report_progress(progress, total, message)
 
     return report
+
+
+def _broad_root(root: Path) -> str | None:
+    """Why serving ``root`` is risky (the filesystem root, the home folder or above), or
+    ``None``."""
+    resolved = root.resolve()
+    if resolved == Path(resolved.anchor):
+        return "the filesystem root"
+    try:
+        home = Path.home().resolve()
+    except RuntimeError:
+        return None
+    if resolved == home:
+        return "your home folder"
+    if home.is_relative_to(resolved):
+        return f"a folder holding your home folder ({home})"
+    return None
 
 
 async def run_server(
@@ -574,22 +419,53 @@ async def run_server(
     stderr: Any = None,
     sock: socket.socket | None = None,
     exit_on_signal: bool = False,
+    evict: bool = False,
+    token: str | None = None,
+    allowed_hosts: list[str] | tuple[str, ...] = (),
+    allowed_origins: list[str] | tuple[str, ...] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> None:
     """Serve ``registry`` on ``transport`` (``"stdio"`` or ``"http"``) until the client
-    leaves (stdio) or the process is interrupted (HTTP). Status lines go to ``stderr``.
+    leaves (stdio) or the process is interrupted (HTTP).
 
-    ``sock``: HTTP, a socket from :func:`bind_socket` to serve on. ``exit_on_signal``:
-    stdio, see :meth:`OctosMcpServer.serve_stdio` (only for a process of its own)."""
+    On start one line goes to ``stderr``: the absolute workspace, the transport (the URL
+    for HTTP) and how many tools a new session sees; serving the filesystem root or the home
+    folder adds a warning line. See :class:`OctosMcpServer` for the other arguments.
+    """
     err = stderr if stderr is not None else sys.stderr
-    server = OctosMcpServer(registry, read_only=read_only)
-    names: Sequence[str] = server.visible_names()
+    server = OctosMcpServer(
+        registry, read_only=read_only, evict=evict, max_message_bytes=max_message_bytes
+    )
+    count = len(server.visible_names())
+    root = registry.workspace.root if registry.workspace is not None else None
+    where = str(root) if root is not None else "(no workspace)"
+
+    def say(line: str) -> None:
+        print(line, file=err)
+        err.flush()
+
+    if root is not None:
+        broad = _broad_root(Path(root))
+        if broad is not None:
+            say(
+                f"octos-tools: warning: the workspace {where} is {broad}: every file there is "
+                "open to the client's model. Pass --workspace PROJECT_DIR to serve one project."
+            )
     if transport == "stdio":
-        logger.info("serving %d visible tools over stdio", len(names))
+        say(f"octos-tools: serving {where} over stdio ({count} tools)")
         await server.serve_stdio(exit_on_signal=exit_on_signal)
         return
 
     def ready(url: str) -> None:
-        print(f"octos-tools: MCP server listening on {url} ({len(names)} tools)", file=err)
-        err.flush()
+        auth = ", bearer token required" if token else ""
+        say(f"octos-tools: serving {where} over HTTP, listening on {url} ({count} tools{auth})")
 
-    await server.serve_http(host, port, on_ready=ready, sock=sock)
+    await server.serve_http(
+        host,
+        port,
+        on_ready=ready,
+        sock=sock,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )

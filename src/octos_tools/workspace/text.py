@@ -28,8 +28,9 @@ For display (``read_file``, ``grep``) use :func:`display`, which shows each unde
 as its Latin-1 character (``0xE9`` → ``é``), and :func:`latin1` to retry a match on a file
 that really is Latin-1.
 
-Source: DESIGN.md §4 (encodings and BOMs kept; bytes not edited never change); BC-09,
-BC-26, BC-28.
+Why: an edit must keep the file's encoding and BOM and never change bytes it did not mean
+to (editors' reported failures: mixed line endings after an edit, a UTF-16 file rewritten as
+UTF-8, stray Latin-1 bytes turned into U+FFFD).
 """
 
 from __future__ import annotations
@@ -140,8 +141,11 @@ def is_binary(data: bytes, *, whole: bool = False) -> bool:
         return True
     if not head:
         return False
-    control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 8, 27))
+    control = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return control * 10 > len(head) * 3
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 8, 27))
 
 
 def _bad_wide(data: bytes, bom: bytes, codec: str) -> bool:
@@ -247,6 +251,14 @@ def split_lines(text: str, *, keepends: bool = False) -> list[str]:
     """
     if not text:
         return []
+    if "\r" not in text:  # fast path: LF only
+        parts = text.split("\n")
+        last = parts.pop()
+        if keepends:
+            parts = [p + "\n" for p in parts]
+        if last:
+            parts.append(last)
+        return parts
     lines: list[str] = []
     pos = 0
     for m in _EOL_RE.finditer(text):

@@ -1,0 +1,208 @@
+"""octos-tools as LangChain tools (extra ``langchain``: ``langchain-core`` only).
+
+::
+
+    from octos_tools.adapters.langchain import OctosLangChainTools
+
+    octos = OctosLangChainTools(registry_or_session)
+    while True:
+        model_with_tools = chat_model.bind_tools(octos.tools())   # the session's view, now
+        reply = await model_with_tools.ainvoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls and not reply.invalid_tool_calls:
+            break
+        messages.extend(await octos.arun_tool_calls(reply))        # ToolMessages
+
+* :meth:`OctosLangChainTools.tools` returns one structured ``BaseTool`` (:class:`OctosTool`)
+  per spec the session lists, with our JSON schema as ``args_schema`` (a dict, so LangChain
+  does not validate it: the session does, once). Call it before each model request: it runs
+  the session's housekeeping (LRU tick and eviction) and follows activation and deferral.
+* Each tool is async (``_arun``): the call goes through
+  :meth:`~octos_tools.session.ToolSession.call` with the tool-call id. A successful result is
+  ``(output, ToolResult)`` (``response_format="content_and_artifact"``: the model sees the
+  text (with images and audio as LangChain content blocks), the host keeps our result as the
+  ``ToolMessage.artifact``); a failed one raises
+  ``ToolException`` with ``Error [kind]: message``, which the tool's
+  ``handle_tool_error=True`` turns into a ``ToolMessage`` with ``status="error"`` the model
+  reads. LangChain has no retry signal of its own; the model retries from the text.
+* Deferred tools are not in :meth:`tools`; :meth:`OctosLangChainTools.arun_tool_calls` and
+  :meth:`OctosLangChainTools.get` accept *any* name, so a deferred tool called by name runs
+  (the session activates it, as under MCP) and is listed from the next request on; an unknown
+  or policy-hidden name gets our ``unknown_tool`` / ``policy_denied`` text.
+* Arguments the chat model could not parse (``AIMessage.invalid_tool_calls``) are passed to
+  the session as the raw string, so the model sees our ``invalid_json`` message.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._session import as_session, failure_text, import_extra, listed_specs
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+
+    from ..registry import ToolRegistry
+    from ..session import ToolSession
+    from ..tool import ToolResult, ToolSpec
+
+__all__ = ["OctosLangChainTools", "OctosTool"]
+
+import_extra("langchain_core", "langchain")
+
+from langchain_core.tools import BaseTool, ToolException  # noqa: E402
+from pydantic import ConfigDict  # noqa: E402
+
+_TOOL_CALL_ID: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "octos_langchain_tool_call_id", default=""
+)
+
+
+class OctosTool(BaseTool):
+    """One octos-tools tool as a structured, async LangChain tool.
+
+    Build them with :class:`OctosLangChainTools` rather than directly.
+
+    Attributes:
+        session: the :class:`~octos_tools.session.ToolSession` calls go through.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    session: Any
+    handle_tool_error: bool = True
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """As ``BaseTool.ainvoke``; a ``ToolCall`` input's id is passed to the session."""
+        call_id = input.get("id") if isinstance(input, dict) else None
+        token = _TOOL_CALL_ID.set(str(call_id or ""))
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        finally:
+            _TOOL_CALL_ID.reset(token)
+
+    async def _arun(self, **kwargs: Any) -> tuple[str | list[Any], ToolResult]:
+        result = await self.session.call(self.name, kwargs, tool_call_id=_TOOL_CALL_ID.get())
+        return _content(result), result
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"octos-tools tool {self.name!r} is async only: use ainvoke / arun"
+        )
+
+
+def _content(result: ToolResult) -> str | list[Any]:
+    """The output text; with images or audio, LangChain content blocks (text first)."""
+    if not result.success:
+        raise ToolException(failure_text(result))
+    if not result.content:
+        return result.output
+    import base64
+
+    from ..tool import AudioContent, ImageContent
+
+    blocks: list[Any] = [{"type": "text", "text": result.output}] if result.output else []
+    for block in result.content:
+        if isinstance(block, ImageContent | AudioContent):
+            blocks.append(
+                {
+                    "type": "image" if isinstance(block, ImageContent) else "audio",
+                    "base64": base64.b64encode(block.data).decode("ascii"),
+                    "mime_type": block.mime_type,
+                }
+            )
+        else:
+            text = f"[resource {block.uri}]" + (f"\n{block.text}" if block.text else "")
+            blocks.append({"type": "text", "text": text})
+    return blocks
+
+
+class OctosLangChainTools:
+    """LangChain tools over an octos-tools :class:`~octos_tools.session.ToolSession`.
+
+    Args:
+        source: the session to serve, or a registry (a new session is made over it).
+
+    Attributes:
+        session: the session every call goes through.
+    """
+
+    def __init__(self, source: ToolSession | ToolRegistry) -> None:
+        self.session = as_session(source)
+        self._cache: dict[tuple[str, str, int], OctosTool] = {}
+
+    def tools(self, *, request: bool = True) -> list[OctosTool]:
+        """The tools the session lists now, in its order.
+
+        Args:
+            request: ``True`` (default) when the list is for a model request: the session's
+                before-request housekeeping runs first; ``False`` for a pure read.
+        """
+        return [self._tool(spec) for spec in listed_specs(self.session, request=request)]
+
+    def get(self, name: str) -> OctosTool:
+        """A tool for ``name`` whether listed or not (a deferred tool activates when it
+        runs; an unknown or denied name answers with our error text)."""
+        for spec in listed_specs(self.session, request=False):
+            if spec.name == name:
+                return self._tool(spec)
+        tool = self.session.registry.get(name)
+        if tool is not None:
+            return self._tool(tool.spec_for(self.session.registry))
+        return OctosTool(
+            name=name,
+            description="",
+            args_schema={"type": "object", "properties": {}},
+            session=self.session,
+        )
+
+    def _tool(self, spec: ToolSpec) -> OctosTool:
+        key = (spec.name, spec.description, id(spec.input_schema))
+        tool = self._cache.get(key)
+        if tool is None:
+            tool = OctosTool(
+                name=spec.name,
+                description=spec.description,
+                args_schema=dict(spec.input_schema),
+                session=self.session,
+            )
+            self._cache = {k: v for k, v in self._cache.items() if k[0] != spec.name}
+            self._cache[key] = tool
+        return tool
+
+    async def arun_tool_calls(self, message: AIMessage) -> list[ToolMessage]:
+        """Run every tool call of ``message`` (parsed and unparsable ones) through the
+        session and return one ``ToolMessage`` per call, in order (parsed calls first).
+
+        Calls run one after another: the session serialises Exclusive tools anyway, and
+        the order stays the model's.
+        """
+        out: list[ToolMessage] = []
+        for call in message.tool_calls:
+            out.append(await self.get(call["name"]).ainvoke({**call, "type": "tool_call"}))
+        out.extend(await self._invalid(message.invalid_tool_calls))
+        return out
+
+    async def _invalid(self, calls: Sequence[Any]) -> list[ToolMessage]:
+        from langchain_core.messages import ToolMessage
+
+        out: list[ToolMessage] = []
+        for call in calls:
+            name = str(call.get("name") or "")
+            call_id = str(call.get("id") or "")
+            result = await self.session.call(name, call.get("args") or "", tool_call_id=call_id)
+            text = failure_text(result) if not result.success else result.output
+            out.append(
+                ToolMessage(
+                    content=text,
+                    tool_call_id=call_id,
+                    name=name,
+                    status="success" if result.success else "error",
+                    artifact=result,
+                )
+            )
+        return out

@@ -1,0 +1,330 @@
+"""``read_file``: numbered lines of a text file, ranged and streamed for big files."""
+
+from __future__ import annotations
+
+import codecs
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
+
+from pydantic import Field
+
+from ...errors import ErrorKind, ToolError
+from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...workspace import text as textcodec
+from ._common import (
+    MAX_FULL_READ_BYTES,
+    MAX_LINE_CHARS,
+    PATH_DESCRIPTION,
+    FileArgs,
+    FileTool,
+)
+
+if TYPE_CHECKING:
+    from ...context import ToolContext
+    from ...workspace import Workspace
+
+__all__ = ["ReadFileTool"]
+
+_STREAM_CHUNK = 1 << 20
+_MAX_STREAM_COLUMN = 1_000_000
+_MAX_KEPT_BYTES = 16 << 20  # a streamed range keeps at most about this much of its lines
+
+
+@dataclass
+class _View:
+    """A range of lines read from a file (internal)."""
+
+    lines: list[str]  # display text (for streamed files a prefix), no line terminators
+    lengths: list[int]  # full length of each line, in `unit`
+    unit: str  # "characters" or "bytes"
+    whole: list[bool]  # lines[i] holds the whole line
+    first: int  # 1-based number of lines[0]
+    total: int
+    size: int
+    label: str
+    note: str | None
+
+
+def _encoding_note(rel: str, doc: textcodec.DecodedText) -> str | None:
+    if doc.invalid_offset is not None and doc.codec == "utf-8":
+        return (
+            f"[note: {rel} is not valid UTF-8 (first invalid byte at offset "
+            f"{doc.invalid_offset}); bytes that are not UTF-8 are shown as Latin-1 characters]"
+        )
+    if not doc.is_plain_utf8:
+        return f"[encoding: {doc.label}]"
+    return None
+
+
+def _read_view(ws: Workspace, path: str, start: int, end: int | None, column: int) -> _View:
+    rel = ws.relpath(path)
+    with ws.open_read(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(textcodec.BINARY_SNIFF_BYTES)
+        if textcodec.is_binary(head):
+            raise ToolError(
+                ErrorKind.BINARY_FILE,
+                f"{rel} is a binary file ({size:,} bytes); read_file shows text files only",
+                size=size,
+            )
+        if size <= MAX_FULL_READ_BYTES:
+            data = head + fh.read()
+            if len(data) > textcodec.BINARY_SNIFF_BYTES and textcodec.is_binary(data, whole=True):
+                raise ToolError(
+                    ErrorKind.BINARY_FILE, f"{rel} is a binary file ({size:,} bytes)", size=size
+                )
+            doc = textcodec.decode(data)
+            all_lines = textcodec.split_lines(textcodec.display(doc.text))
+            total = len(all_lines)
+            stop = total if end is None else min(end, total)
+            lines = all_lines[start - 1 : stop]
+            lengths = [len(x) for x in lines]
+            note = _encoding_note(rel, doc)
+            whole = [True] * len(lines)
+            return _View(lines, lengths, "characters", whole, start, total, size, doc.label, note)
+        if end is None and start == 1:
+            raise ToolError(
+                ErrorKind.FILE_TOO_LARGE,
+                f"{rel} is {size:,} bytes, more than read_file shows at once "
+                f"({MAX_FULL_READ_BYTES:,}); read it in parts with start_line and end_line",
+                size=size,
+            )
+        head_doc = textcodec.decode(head[:4])
+        if head_doc.codec != "utf-8":
+            raise ToolError(
+                ErrorKind.FILE_TOO_LARGE,
+                f"{rel} is a {size:,}-byte {head_doc.label} file; ranges of such large "
+                "UTF-16/32 files are not supported",
+                size=size,
+            )
+        if column > _MAX_STREAM_COLUMN:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"{rel} is {size:,} bytes; in files over {MAX_FULL_READ_BYTES:,} bytes "
+                f"start_column can be at most {_MAX_STREAM_COLUMN:,}",
+            )
+        keep = (column - 1 + MAX_LINE_CHARS) * 4 + 16
+        raw_lines, total = _stream_lines(fh, head, start - 1, end, keep)
+        lines = []
+        lengths = []
+        whole = []
+        invalid = None
+        for i, (raw, full) in enumerate(raw_lines):
+            if i == 0 and start == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+                full -= len(codecs.BOM_UTF8)
+            if raw.endswith(b"\r") and len(raw) == full:
+                raw = raw[:-1]
+                full -= 1
+            if invalid is None:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    invalid = True
+            lines.append(textcodec.display(raw.decode("utf-8", "surrogateescape")))
+            lengths.append(full)
+            whole.append(len(raw) >= full)
+        note = (
+            f"[note: lines of {rel} shown here are not all valid UTF-8; such bytes are shown "
+            "as Latin-1 characters]"
+            if invalid
+            else None
+        )
+        return _View(lines, lengths, "bytes", whole, start, total, size, "UTF-8", note)
+
+
+def _stream_lines(
+    fh: BinaryIO, head: bytes, start_idx: int, end: int | None, keep_bytes: int
+) -> tuple[list[tuple[bytes, int]], int]:
+    """Lines ``start_idx .. end-1`` (0-based) of a big file, each as ``(its first
+    keep_bytes bytes, its full length in bytes)``, and the file's total line count.
+
+    Reads in 1 MiB chunks; memory stays bounded (about 16 MiB of kept lines, then the range
+    ends early), whatever the file size.
+    """
+    stop = end if end is not None else start_idx + 1_000_000
+    kept: list[tuple[bytes, int]] = []
+    kept_bytes = 0
+    cur = bytearray()
+    cur_len = 0
+    full_len = 0
+    lineno = 0
+    last = b""
+
+    def chunks() -> Iterator[bytes]:
+        yield head
+        while True:
+            c = fh.read(_STREAM_CHUNK)
+            if not c:
+                return
+            yield c
+
+    for chunk in chunks():
+        last = chunk[-1:]
+        if lineno >= stop:
+            lineno += chunk.count(b"\n")
+            continue
+        if lineno < start_idx:
+            newlines = chunk.count(b"\n")
+            if lineno + newlines < start_idx:
+                lineno += newlines
+                continue
+        pos = 0
+        n = len(chunk)
+        while pos < n:
+            nl = chunk.find(b"\n", pos)
+            seg_end = n if nl < 0 else nl
+            if start_idx <= lineno < stop:
+                full_len += seg_end - pos
+                if cur_len < keep_bytes:
+                    cur += chunk[pos : min(seg_end, pos + keep_bytes - cur_len)]
+                    cur_len = len(cur)
+            if nl < 0:
+                break
+            if start_idx <= lineno < stop:
+                kept.append((bytes(cur), full_len))
+                kept_bytes += len(cur)
+                if kept_bytes > _MAX_KEPT_BYTES:
+                    stop = lineno + 1  # enough for one answer; the footer says where to go on
+            cur = bytearray()
+            cur_len = full_len = 0
+            lineno += 1
+            pos = nl + 1
+            if lineno >= stop:
+                lineno += chunk.count(b"\n", pos)
+                break
+    total = lineno
+    if last and last != b"\n":
+        if start_idx <= lineno < stop:
+            kept.append((bytes(cur), full_len))
+        total += 1
+    return kept, total
+
+
+def _show_line(view: _View, i: int, column: int) -> tuple[str, bool]:
+    """The part of line ``i`` of ``view`` shown from ``column``, and whether it was cut."""
+    line = view.lines[i]
+    part = line[column - 1 : column - 1 + MAX_LINE_CHARS]
+    shown_to = column - 1 + len(part)
+    full = view.lengths[i]
+    if shown_to >= len(line) and view.whole[i]:
+        return part, False
+    n = view.first + i
+    return (
+        part + f" … [line {n} cut: it is {full:,} {view.unit} long; shown: characters "
+        f"{column:,}-{shown_to:,}; read on with start_line={n}, end_line={n}, "
+        f"start_column={shown_to + 1}]",
+        True,
+    )
+
+
+class ReadFileTool(FileTool):
+    """``read_file {path, start_line?, end_line?, start_column?}``: numbered lines of a text
+    file.
+
+    Lines are 1-based, the number column right-aligned, then ``│ `` and the line. UTF-8 (with
+    or without BOM) and UTF-16/32 with BOM are decoded; other bytes are shown as Latin-1 with
+    a note. Binary files fail as ``binary_file`` with their size; files over
+    :data:`MAX_FULL_READ_BYTES` need a range and are then streamed (a range near the end of a
+    1 GB file reads in bounded memory). Output stays within the tool's budget; a footer
+    names the lines shown and the ``start_line`` of the next part.
+
+    A line longer than :data:`MAX_LINE_CHARS` characters is cut with a marker stating its
+    full length (characters; bytes in a streamed file) and the exact arguments that show the
+    next part (``start_line=N, end_line=N, start_column=C``); ``start_column`` (1-based)
+    makes every shown line start at that character. ``structured_metadata`` counts cut lines
+    in ``lines_cut`` and then says ``truncated: true``. ``start_line`` / ``end_line`` /
+    ``start_column`` below 1 are ``invalid_arguments``.
+
+    Source: octos ``read_file`` (octos ``crates/octos-agent/src/tools/read_file.rs``);
+    empty-file success, range errors, column ranges and ``lines_cut`` are ours.
+    """
+
+    name = "read_file"
+    title = "Read file"
+    description = "Read a text file as numbered lines; use start_line/end_line for long files."
+    concurrency_class = ConcurrencyClass.SAFE
+
+    class Args(FileArgs):
+        path: str = Field(description=PATH_DESCRIPTION)
+        start_line: int | None = Field(None, ge=1, description="First line, 1-based.")
+        end_line: int | None = Field(None, ge=1, description="Last line, inclusive.")
+        start_column: int | None = Field(None, ge=1, description="First character shown.")
+
+    async def run(self, args: ReadFileTool.Args, ctx: ToolContext | None) -> ToolResult:
+        ws = self.workspace_for(ctx)
+        path = args.path
+        end = args.end_line
+        start = args.start_line or 1
+        column = args.start_column or 1
+        if end is not None and end < start:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"end_line ({end}) is before start_line ({start}); give end_line >= start_line",
+            )
+        view = await self._in_thread(lambda: _read_view(ws, path, start, end, column))
+        rel = ws.relpath(path)
+        meta: JSONObject = {
+            "path": rel,
+            "total_lines": view.total,
+            "size": view.size,
+            "encoding": view.label,
+        }
+        if view.total == 0:
+            return ToolResult.ok(
+                f"{rel} is empty (0 lines, {view.size:,} bytes).", structured_metadata=meta
+            )
+        if start > view.total:
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"start_line {start} is past the end of {rel}, which has {view.total:,} "
+                f"line(s); use start_line between 1 and {view.total}",
+                total_lines=view.total,
+            )
+        last = view.first + len(view.lines) - 1
+        width = len(str(last))
+        head: list[str] = [view.note] if view.note else []
+        if column > 1:
+            head.append(f"[each line shown from character {column:,}]")
+        used = sum(len(x) + 1 for x in head)
+        body: list[str] = []
+        shown_last = view.first - 1
+        cut = False
+        lines_cut = 0
+        for i in range(len(view.lines)):
+            text, long_line = _show_line(view, i, column)
+            size = (
+                (len(text) if text.isascii() else len(text.encode("utf-8", "replace"))) + width + 3
+            )
+            if used + size > self.output_budget and shown_last >= view.first:
+                cut = True
+                break
+            body.append(text)
+            used += size
+            shown_last = view.first + i
+            lines_cut += long_line
+        width = len(str(shown_last))  # align the numbers actually shown
+        out = head + [f"{view.first + i:>{width}}│ {x}" for i, x in enumerate(body)]
+        text = "\n".join(out)
+        partial = view.first > 1 or shown_last < view.total
+        if cut:
+            text += (
+                f"\n\n(showing lines {view.first}-{shown_last} of {view.total:,}; output cut "
+                f"at about {self.output_budget:,} bytes. Continue with start_line="
+                f"{shown_last + 1}.)"
+            )
+        elif partial:
+            more = f"; next part: start_line={shown_last + 1}" if shown_last < view.total else ""
+            text += f"\n\n(showing lines {view.first}-{shown_last} of {view.total:,}{more})"
+        meta.update(
+            {
+                "start_line": view.first,
+                "end_line": shown_last,
+                # honest: a line cut at MAX_LINE_CHARS is not all of the file either
+                "truncated": cut or partial or lines_cut > 0 or column > 1,
+                "lines_cut": lines_cut,
+            }
+        )
+        return ToolResult.ok(text, structured_metadata=meta)

@@ -1,0 +1,90 @@
+"""Runtime tools: ``shell``, ``exec_command``, ``write_stdin`` and the ``bash`` alias.
+
+Each rule lives in the module named for it:
+
+* :mod:`.safe_policy`: the SafePolicy deny/ask patterns checked before a command runs;
+* :mod:`.environment`: what a command's environment holds (secrets scrubbed by name and by
+  value, injection variables removed, pagers and prompts turned off) and how the host's own
+  environment is kept out of ``/proc/<pid>/environ``;
+* :mod:`.command`: one running ``sh -c``, and how it is ended so that nothing it started
+  survives (:mod:`.cgroup` where cgroup v2 is writable, else the freeze-and-kill walk of
+  :mod:`.process_tree`);
+* :mod:`.capture` and :mod:`.terminal_text`: the output kept (head and tail, cut between
+  characters) and cleaned of terminal control sequences and ``\\r`` redraws;
+* :mod:`.results`: how a finished command reads (an exit is a success whatever its code; a
+  timeout is a failure);
+* :mod:`.sessions`: ``exec_command`` sessions read and written with ``write_stdin``;
+* :mod:`.tools`: the four tools and their arguments.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .capture import MIN_OUTPUT_BYTES, OutputCapture
+from .command import DRAIN_GRACE_SECS, KILL_GRACE_SECS, RunningCommand
+from .environment import (
+    NONINTERACTIVE_ENV,
+    command_env,
+    is_secret_name,
+    is_secret_value,
+    scrubbed_env,
+)
+from .results import exit_text, seconds
+from .safe_policy import ASK_PATTERNS, DENY_PATTERNS, check_command
+from .sessions import ExecSession, SessionManager
+from .terminal_text import clean_terminal_text
+from .tools import (
+    MAX_TIMEOUT_SECS,
+    MIN_TIMEOUT_SECS,
+    BashTool,
+    ExecCommandTool,
+    ShellTool,
+    WriteStdinTool,
+)
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...registry import ToolRegistry
+    from ...workspace import Workspace
+
+__all__ = [
+    "ASK_PATTERNS",
+    "DENY_PATTERNS",
+    "DRAIN_GRACE_SECS",
+    "KILL_GRACE_SECS",
+    "MAX_TIMEOUT_SECS",
+    "MIN_OUTPUT_BYTES",
+    "MIN_TIMEOUT_SECS",
+    "NONINTERACTIVE_ENV",
+    "BashTool",
+    "ExecCommandTool",
+    "ExecSession",
+    "OutputCapture",
+    "RunningCommand",
+    "SessionManager",
+    "ShellTool",
+    "WriteStdinTool",
+    "check_command",
+    "clean_terminal_text",
+    "command_env",
+    "exit_text",
+    "is_secret_name",
+    "is_secret_value",
+    "register",
+    "scrubbed_env",
+    "seconds",
+]
+
+
+def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
+    """Register ``shell``, ``exec_command``, ``bash`` and ``write_stdin`` (octos order).
+
+    The four tools share one :class:`SessionManager` bounded by
+    ``config.shell.max_sessions``.
+    """
+    sessions = SessionManager(config.shell.max_sessions)
+    registry.register(ShellTool(workspace, config.shell, sessions))
+    registry.register(ExecCommandTool(workspace, config.shell, sessions))
+    registry.register(BashTool(workspace, config.shell, sessions))
+    registry.register(WriteStdinTool(sessions, config.shell))

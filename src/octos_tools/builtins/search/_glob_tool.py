@@ -1,0 +1,132 @@
+"""``glob``: workspace paths matching a glob pattern, under the walk rule of ``grep``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from ...errors import ErrorKind, PathError, ToolError
+from ...tool import ToolResult
+from ...typed import ToolArgs
+from ...workspace import text as textcodec
+from ._budget import Budget
+from ._globmatch import GlobMatcher, State, components, expand_braces
+from ._tool import SearchTool, check_nul
+from ._walk import walk
+
+if TYPE_CHECKING:
+    from ...context import ToolContext
+    from ...workspace import Workspace
+
+__all__ = ["GlobTool"]
+
+
+class GlobTool(SearchTool):
+    """``glob {pattern, limit=100}``: workspace paths matching a glob pattern.
+
+    ``*``, ``?``, ``[...]`` within a component, ``**`` across directories, ``{a,b}``
+    alternatives; case-sensitive; hidden files included. Absolute patterns and ``..``
+    components are refused (``invalid_arguments``). The files are those ``grep`` searches
+    (:mod:`._rules`: ``.gitignore`` honoured, ``.git`` never entered, internal files
+    hidden); symbolic links are named, never followed. Results come in sorted depth-first
+    order; directories end with ``/``. Matching is ``O(path components × pattern
+    components)`` per entry, whatever the number of ``**``.
+
+    Source: octos ``crates/octos-agent/src/tools/glob_tool.rs`` (scoped variant), with
+    grep's ignore rules added.
+    """
+
+    name = "glob"
+    title = "Find files by pattern"
+    description = (
+        "Find workspace files by path glob, e.g. '**/*.py' or 'src/*.{ts,tsx}'. Honours "
+        ".gitignore; folders end with '/'."
+    )
+
+    class Args(ToolArgs):
+        pattern: str = Field(description="Glob, relative to the workspace root.")
+        limit: int = Field(100, ge=1, description="Most paths to return.")
+
+    async def run(self, args: GlobTool.Args, ctx: ToolContext | None) -> ToolResult:
+        ws = self.workspace_for(ctx)
+        pattern, limit = args.pattern, args.limit
+        check_nul(pattern, "pattern")
+        if not pattern.strip():
+            raise ToolError(ErrorKind.INVALID_ARGUMENTS, "pattern is empty")
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"glob pattern {pattern!r} is absolute or contains '..'; use a pattern "
+                "relative to the workspace root",
+            )
+        patterns = [components(p) for p in expand_braces(pattern)]
+        if any(".." in comps for comps in patterns):
+            raise ToolError(
+                ErrorKind.INVALID_ARGUMENTS, f"glob pattern {pattern!r} expands to a '..' path"
+            )
+        patterns = [p for p in patterns if p]
+        matcher = GlobMatcher(patterns)
+        found = await self._bounded(lambda b: _glob(ws, matcher, limit, b))
+        results, more, skipped = found.paths, found.more, found.skipped
+        note = ""
+        if skipped:
+            names = ", ".join(f"{textcodec.display(p)}/ ({r})" for p, r in skipped[:5])
+            extra = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+            note = f"\n\n[folders not listed: {names}{extra}]"
+        meta: dict[str, Any] = {"pattern": pattern, "count": len(results)}
+        if skipped:
+            meta["skipped"] = [{"path": textcodec.display(p), "reason": r} for p, r in skipped[:50]]
+        if not results:
+            return ToolResult.ok(
+                f"No files found matching pattern: {pattern}{note}", structured_metadata=meta
+            )
+        head = f"Found {len(results)} path(s)" + (
+            f" (limited to {limit}; more exist)" if more else ""
+        )
+        meta["truncated"] = more
+        meta["paths"] = [textcodec.display(r) for r in results]
+        return ToolResult.ok(
+            head + ":\n" + "\n".join(textcodec.display(r) for r in results) + note,
+            structured_metadata=meta,
+        )
+
+
+@dataclass(slots=True)
+class _Found:
+    paths: list[str]
+    more: bool
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _glob(ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget) -> _Found:
+    """Paths matching ``matcher`` in walk order (the first ``limit``), whether more exist,
+    and the folders that could not be read."""
+    out = _Found([], False)
+    states: dict[str, State] = {"": matcher.start()}
+    if not matcher.alive(states[""]):
+        return out
+
+    def descend(rel: str) -> bool:
+        return rel in states
+
+    def on_error(rel: str, exc: OSError) -> None:
+        out.skipped.append((rel, exc.strerror or "cannot be read"))
+
+    try:
+        for found in walk(ws, ".", budget, descend=descend, on_error=on_error):
+            parent = found.rel[: -len(found.name) - 1] if "/" in found.rel else ""
+            here = matcher.step(states[parent], found.name)
+            if not here:
+                continue
+            if found.kind == "dir" and matcher.alive(here):
+                states[found.rel] = here
+            if matcher.accepts(here):
+                if len(out.paths) >= limit:
+                    out.more = True
+                    return out
+                out.paths.append(found.rel + ("/" if found.kind == "dir" else ""))
+    except OSError as exc:
+        raise PathError(ErrorKind.NOT_FOUND, f"the workspace root cannot be read: {exc}") from None
+    return out

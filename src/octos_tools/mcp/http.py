@@ -1,0 +1,189 @@
+"""The streamable-HTTP transport of ``octos-tools serve`` (MCP specification, *Base
+protocol → Transports → Streamable HTTP*), on the SDK's session manager and uvicorn.
+
+* One endpoint, ``/mcp`` by default; any other path gets a ``404`` whose JSON body names
+  the endpoint's URL (a client configured with the wrong path learns the right one).
+* Request bodies over the limit get ``413`` (the SDK's check).
+* Who may call is decided by :mod:`octos_tools.mcp.auth` (Host / Origin lists; a bearer
+  token for remote binds, checked by the SDK's bearer middleware).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = ["HttpOptions", "bind_socket", "serve_http_app"]
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``.
+
+    Bound before the server starts so that a busy port or a bad address is a plain
+    ``OSError`` the caller can report in one line (uvicorn would ``sys.exit(3)`` from
+    inside the event loop).
+
+    Raises:
+        OSError: the address cannot be resolved or bound (``EADDRINUSE`` when taken).
+    """
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+
+
+class HttpOptions:
+    """How :func:`serve_http_app` serves.
+
+    Args:
+        host: the bound address (names the URL and decides nothing else here).
+        port: the TCP port; ``0`` picks a free one.
+        path: the endpoint path.
+        json_response: answer plain JSON instead of SSE where the protocol allows.
+        security: the Host / Origin checks (:func:`~octos_tools.mcp.auth.transport_security`).
+        token: the bearer token every request must carry, or ``None`` for none.
+        max_body_bytes: the request body limit in bytes.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        *,
+        path: str = "/mcp",
+        json_response: bool = False,
+        security: TransportSecuritySettings | None = None,
+        token: str | None = None,
+        max_body_bytes: int = 4 * 1024 * 1024,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.path = path
+        self.json_response = json_response
+        self.security = security
+        self.token = token
+        self.max_body_bytes = max_body_bytes
+
+
+def _url(host: str, port: int, path: str) -> str:
+    shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
+    return f"http://{shown}:{port}{path}"
+
+
+class _WrongPath:
+    """ASGI wrapper: a request for any path but the endpoint gets a ``404`` naming it."""
+
+    def __init__(self, app: Any, path: str, url: Callable[[], str]) -> None:
+        self.app = app
+        self.path = path
+        self.url = url
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path", "").rstrip("/") == self.path.rstrip("/"):
+            await self.app(scope, receive, send)
+            return
+        url = self.url()
+        body = json.dumps(
+            {
+                "error": "not_found",
+                "message": f"no MCP endpoint at {scope.get('path', '')!r}; the endpoint is {url}",
+                "endpoint": url,
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 404,
+                "headers": [(b"content-type", b"application/json"), (b"link", f"<{url}>".encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+async def serve_http_app(
+    server: Server[Any],
+    options: HttpOptions,
+    *,
+    on_ready: Callable[[str], Awaitable[None] | None] | None = None,
+    sock: socket.socket | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Serve ``server`` over streamable HTTP until cancelled or the process is told to stop.
+
+    Args:
+        server: the SDK's low-level server.
+        options: see :class:`HttpOptions`.
+        on_ready: called with the endpoint URL once the socket listens.
+        sock: an already listening socket (:func:`bind_socket`) to serve instead of
+            binding ``options.host:options.port``.
+        on_stop: called when uvicorn has stopped.
+    """
+    import uvicorn
+
+    auth_kwargs: dict[str, Any] = {}
+    if options.token is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        from .auth import StaticTokenVerifier
+
+        auth_kwargs = {
+            "auth": AuthSettings(
+                issuer_url=_url(options.host, options.port or 80, ""),  # type: ignore[arg-type]
+                resource_server_url=None,
+            ),
+            "token_verifier": StaticTokenVerifier(options.token),
+        }
+    app = server.streamable_http_app(
+        streamable_http_path=options.path,
+        json_response=options.json_response,
+        host=options.host,
+        transport_security=options.security,
+        max_request_body_size=options.max_body_bytes,
+        **auth_kwargs,
+    )
+    bound: list[int] = [options.port]
+    wrapped = _WrongPath(app, options.path, lambda: _url(options.host, bound[0], options.path))
+    config = uvicorn.Config(
+        wrapped,
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
+    uv = uvicorn.Server(config)
+
+    async def run_uvicorn() -> None:
+        try:
+            await uv.serve(sockets=[sock] if sock is not None else None)
+        finally:
+            if on_stop is not None:
+                on_stop()
+            tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_uvicorn)
+        while not uv.started and not uv.should_exit:
+            await anyio.sleep(0.02)
+        if uv.started:
+            bound[0] = _bound_port(uv) or options.port
+            if on_ready is not None:
+                maybe = on_ready(_url(options.host, bound[0], options.path))
+                if maybe is not None:
+                    await maybe
+
+
+def _bound_port(server: Any) -> int | None:
+    for srv in getattr(server, "servers", None) or ():
+        for sock in getattr(srv, "sockets", None) or ():
+            name = sock.getsockname()
+            if isinstance(name, tuple) and len(name) >= 2:
+                return int(name[1])
+    return None

@@ -1,0 +1,313 @@
+"""The stdio transport of ``octos-tools serve`` (MCP specification, *Base protocol →
+Transports → stdio*): one JSON-RPC message per line on stdin, answers on stdout.
+
+Built on the SDK's :func:`mcp.server.stdio.stdio_server` (which moves fd 0 and 1 out of the
+way so that a stray ``print`` or child process cannot corrupt the wire), with three rules of
+our own:
+
+* **A line has a size cap** (:data:`DEFAULT_MAX_MESSAGE_BYTES`, the SDK's HTTP body limit):
+  a longer line is never held in memory whole; it is skipped and answered with a JSON-RPC
+  ``-32600`` error (its id recovered from the first or last bytes when they show one).
+* **An undecodable line is answered**, not dropped: ``-32700`` for text that is not JSON,
+  ``-32600`` / ``-32602`` for a bad envelope, so a client never waits forever.
+* **End of input is not the end of the calls**: when stdin closes, the requests already
+  received are finished and answered before the server leaves.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "CappedLines", "stdio_transport"]
+
+logger = logging.getLogger("octos_tools.mcp.stdio")
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""Largest stdio line accepted, in bytes (4 MiB: the SDK's HTTP request body limit)."""
+
+_CHUNK = 64 * 1024
+_OVERSIZED = b"\x00oversized"
+"""Stands for a skipped line in the stream the SDK decodes (never valid JSON)."""
+_ID_HEAD = re.compile(rb'^\s*\{[^{\[]*?"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
+_ID_TAIL = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})\s*\}\s*$')
+
+
+def _rpc_error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+    )
+
+
+def _recover_id(head: bytes, tail: bytes) -> str | int | None:
+    """The request id of an oversized line, when its first or last bytes show it at the top
+    level (clients put ``id`` either before ``params`` or last); ``None`` otherwise."""
+    import json
+
+    for match in (_ID_HEAD.match(head), _ID_TAIL.search(tail)):
+        if match is None:
+            continue
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def invalid_line_reply(exc: Exception) -> types.JSONRPCError | None:
+    """The JSON-RPC error answering a line the SDK could not decode, or ``None`` when none
+    is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5).
+
+    ``-32700`` (id null) for text that is not JSON; ``-32602`` for a request whose
+    ``params`` are not an object; ``-32600`` for anything else. The request id is recovered
+    when the envelope has a usable one, so the client is not left waiting.
+    """
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    if any(e["type"] == "json_invalid" for e in errors):
+        return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
+    envelope = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)
+    if envelope is None:
+        return _rpc_error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
+    if "method" not in envelope:
+        has_outcome = "result" in envelope or "error" in envelope
+        return None if has_outcome else _rpc_error(None, -32600, "Invalid request")
+    rid = envelope.get("id")
+    if "id" not in envelope:
+        return None
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return _rpc_error(None, -32600, "Invalid request: id must be a string or an integer")
+    if (
+        envelope.get("jsonrpc") == "2.0"
+        and isinstance(envelope.get("method"), str)
+        and "params" in envelope
+        and not isinstance(envelope["params"], dict)
+    ):
+        return _rpc_error(rid, -32602, "Invalid params: params must be an object")
+    return _rpc_error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
+
+
+class CappedLines:
+    """Lines of a binary file descriptor, each at most ``limit`` bytes, as an async iterator
+    of ``str`` (what the SDK's stdio transport reads).
+
+    A longer line is consumed in chunks and never held whole; it is reported to
+    ``on_oversized(head, tail, size)`` and skipped. End of input ends the iteration only
+    once ``drained`` is set (see :func:`stdio_transport`).
+
+    Args:
+        fd: the descriptor to read (the SDK's private duplicate of stdin).
+        limit: the size cap in bytes.
+    """
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd = fd
+        self.limit = limit
+        self.oversized: list[tuple[bytes, bytes, int]] = []
+        self.eof = anyio.Event()
+        self._buffer = bytearray()
+        self._skipping: tuple[bytes, bytearray, int] | None = None
+        self._pending: list[bytes] = []
+
+    def _feed(self, chunk: bytes) -> None:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if self._skipping is not None:
+                head, tail, size = self._skipping
+                tail.extend(piece)
+                del tail[:-1024]
+                self._skipping = (head, tail, size + len(piece))
+            elif len(self._buffer) + len(piece) > self.limit:
+                data = bytes(self._buffer) + piece
+                self._skipping = (data[:1024], bytearray(data[-1024:]), len(data))
+                self._buffer.clear()
+            else:
+                self._buffer.extend(piece)
+            if end < 0:
+                return
+            if self._skipping is not None:
+                head, tail, size = self._skipping
+                self.oversized.append((head, bytes(tail), size))
+                self._pending.append(_OVERSIZED)  # the oversized line's place in order
+                self._skipping = None
+            else:
+                self._pending.append(bytes(self._buffer))
+                self._buffer.clear()
+            start = end + 1
+
+    def __aiter__(self) -> CappedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self._pending:
+            if self.eof.is_set():
+                raise StopAsyncIteration
+            chunk = await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+            if not chunk:
+                if self._buffer and self._skipping is None:
+                    self._pending.append(bytes(self._buffer))
+                    self._buffer.clear()
+                self.eof.set()
+                continue
+            self._feed(chunk)
+        return self._pending.pop(0).decode("utf-8", errors="replace")
+
+
+class _Tracked:
+    """The read stream handed to the SDK: answers undecodable and oversized lines, counts
+    requests not yet answered, and holds back end-of-input until they are."""
+
+    def __init__(
+        self,
+        inner: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+        lines: CappedLines,
+    ) -> None:
+        self._inner = inner
+        self._write = write
+        self._lines = lines
+        self.pending: set[str | int] = set()
+        self._answered = anyio.Event()
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    def answered(self, rid: Any) -> None:
+        if rid in self.pending:
+            self.pending.discard(rid)
+            self._answered.set()
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            try:
+                item = await self._inner.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                while self.pending:
+                    self._answered = anyio.Event()
+                    if self.pending:
+                        await self._answered.wait()
+                raise
+            if isinstance(item, SessionMessage):
+                message = item.message
+                if isinstance(message, types.JSONRPCRequest):
+                    self.pending.add(message.id)
+                elif (
+                    isinstance(message, types.JSONRPCNotification)
+                    and message.method == "notifications/cancelled"
+                    and isinstance(message.params, dict)
+                ):
+                    self.answered(message.params.get("requestId"))
+                return item
+            reply = self._reply_for(item)
+            if reply is not None:
+                await self._write.send(SessionMessage(reply))
+
+    def _reply_for(self, exc: Exception) -> types.JSONRPCError | None:
+        if isinstance(exc, ValidationError) and self._lines.oversized:
+            errors = exc.errors()
+            marker = _OVERSIZED.decode()
+            if any(e["type"] == "json_invalid" and e.get("input") == marker for e in errors):
+                head, tail, size = self._lines.oversized.pop(0)
+                rid = _recover_id(head, tail)
+                logger.warning(
+                    "stdio message of %d bytes refused (limit %d)", size, self._lines.limit
+                )
+                return _rpc_error(
+                    rid,
+                    -32600,
+                    f"Invalid request: the message is {size:,} bytes, over the limit of "
+                    f"{self._lines.limit:,} bytes per stdio message",
+                )
+        reply = invalid_line_reply(exc)
+        logger.debug("undecodable stdio line (%s); answered: %s", exc, reply is not None)
+        return reply
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Tracked:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Tracked:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _WriteTracker:
+    """The write stream handed to the SDK: marks requests answered as their responses go."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], reads: _Tracked) -> None:
+        self._inner = inner
+        self._reads = reads
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._inner.send(item)
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._reads.answered(message.id)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WriteTracker:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> AsyncIterator[tuple[Any, Any, anyio.Event]]:
+    """``(read_stream, write_stream, eof)`` over this process's stdin and stdout, for
+    ``Server.run``, with the rules of this module; ``eof`` is set when stdin has closed.
+
+    Args:
+        max_message_bytes: the per-line cap in bytes.
+    """
+    from mcp.server.stdio import stdio_server
+
+    # Read the wire from a private duplicate of fd 0 and point fd 0 at the null device, so a
+    # child process or a stray read cannot take our input (the SDK does the same for fd 1).
+    wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        lines = CappedLines(wire, max_message_bytes)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            reads = _Tracked(read_stream, write_stream, lines)
+            yield reads, _WriteTracker(write_stream, reads), lines.eof
+    finally:
+        os.dup2(wire, 0)

@@ -1,0 +1,267 @@
+"""Per-session state over one shared :class:`~octos_tools.registry.ToolRegistry`.
+
+A :class:`ToolView` holds what one host session changes by itself: which configured-deferred
+tools it activated, which tools its LRU evicted, which it hides, its
+:class:`~octos_tools.lifecycle.ToolLifecycle` counters, its spec cache and the lock that
+orders its calls. Tools, policies, groups and the *configured* deferred set stay in the
+registry and are shared by every view. The registry itself serves library users through
+a default view; each :class:`~octos_tools.session.ToolSession` has its own, so one MCP
+client's activations never change another client's tool list (MCP spec 2025-06-18,
+"Tools": ``tools/list`` is a read).
+
+Deferred in a view = (configured deferred and not activated here) or evicted here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._rwlock import ReadWriteLock
+from ..lifecycle import ToolLifecycle
+from ..tool import ToolSpec
+from ._catalog import CatalogEntry
+
+if TYPE_CHECKING:
+    from ._registry import ToolRegistry
+
+__all__ = ["ToolView"]
+
+logger = logging.getLogger("octos_tools.registry")
+
+
+class ToolView:
+    """One session's activation / deferral / LRU state over a shared registry.
+
+    Args:
+        registry: the shared registry.
+        lifecycle: this view's LRU state (settings and counters).
+        owner: what :meth:`~octos_tools.tool.Tool.spec_for` receives when specs are built
+            (the registry for its default view, the :class:`ToolSession` otherwise).
+
+    Attributes:
+        registry: the shared registry.
+        lifecycle: this view's :class:`~octos_tools.lifecycle.ToolLifecycle`.
+        lock: the :class:`~octos_tools._rwlock.ReadWriteLock` ordering this view's calls
+            (Safe calls shared, Exclusive calls alone).
+        on_change: called (no arguments) after each change of this view's own state; the
+            owner uses it to tell its listeners.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_activated",
+        "_catalog",
+        "_evicted",
+        "_hidden",
+        "_specs",
+        "_specs_key",
+        "_version",
+        "lifecycle",
+        "lock",
+        "on_change",
+        "owner",
+        "registry",
+    )
+
+    def __init__(self, registry: ToolRegistry, lifecycle: ToolLifecycle, *, owner: Any) -> None:
+        self.registry = registry
+        self.lifecycle = lifecycle
+        self.owner = owner
+        self.lock = ReadWriteLock()
+        self.on_change: Callable[[], None] | None = None
+        self._activated: set[str] = set()
+        self._evicted: set[str] = set()
+        self._hidden: frozenset[str] = frozenset()
+        self._version = 0
+        self._specs: list[ToolSpec] | None = None
+        self._specs_key = (-1, -1)
+        self._catalog: tuple[tuple[int, int], list[CatalogEntry]] | None = None
+
+    # ------------------------------------------------------------------ change tracking
+
+    @property
+    def version(self) -> int:
+        """A number that changes on every change of this view's own state."""
+        return self._version
+
+    def _changed(self) -> None:
+        self._version += 1
+        callback = self.on_change
+        if callback is not None:
+            try:
+                callback()
+            except Exception:
+                logger.exception("view listener failed")
+
+    def forget_activation(self, names: Iterable[str]) -> None:
+        """Drop this view's activation of ``names`` (the registry deferred them again)."""
+        self._activated.difference_update(names)
+
+    # ------------------------------------------------------------------ deferral
+
+    def is_deferred(self, name: str) -> bool:
+        """Whether ``name`` is deferred in this view (one call or activation away)."""
+        if name in self._evicted:
+            return True
+        return name in self.registry._deferred and name not in self._activated
+
+    def deferred_names(self) -> list[str]:
+        """Deferred registered names, sorted."""
+        return sorted(n for n in self.registry._tools if self.is_deferred(n))
+
+    def activate(self, group_or_name: str) -> list[str]:
+        """Un-defer a whole group (of the registry's group table) or a single name, here.
+
+        Activated names count as used now, so the LRU does not evict them again at the very
+        next request (each gets ``idle_threshold`` requests of grace, group siblings too).
+
+        Returns:
+            The names activated (``[]`` when none was deferred).
+        """
+        members = self.registry.groups.get(group_or_name, (group_or_name,))
+        activated = [n for n in members if n in self.registry._tools and self.is_deferred(n)]
+        if activated:
+            configured = self.registry._deferred
+            for name in activated:
+                self.lifecycle.record_use(name)
+                self._evicted.discard(name)
+                if name in configured:
+                    self._activated.add(name)
+            self._changed()
+        return activated
+
+    def auto_activate(self, name: str) -> None:
+        """Activate the first group of a deferred ``name`` a call named (or the name alone
+        when it is in no group): deferral saves tokens, it is not a permission."""
+        group = self.registry.group_of(name)
+        activated = self.activate(group) if group is not None else []
+        if name not in activated:
+            self.activate(name)
+
+    def hide(self, names: Iterable[str]) -> None:
+        """Leave ``names`` out of this view's specs (e.g. a tool the connected client cannot
+        serve). Hidden tools stay callable by name and do not count towards the LRU."""
+        hidden = self._hidden | frozenset(names)
+        if hidden != self._hidden:
+            self._hidden = hidden
+            self._changed()
+
+    @property
+    def hidden_names(self) -> frozenset[str]:
+        """The names :meth:`hide` left out."""
+        return self._hidden
+
+    # ------------------------------------------------------------------ LRU
+
+    def active_names(self) -> list[str]:
+        """Registered − deferred − spawn-only − hidden, in registration order (the LRU's
+        view)."""
+        spawn_only = self.registry._spawn_only
+        return [
+            n
+            for n in self.registry._tools
+            if n not in spawn_only and n not in self._hidden and not self.is_deferred(n)
+        ]
+
+    def tick(self) -> int:
+        """Advance the LRU iteration (once before every model request)."""
+        return self.lifecycle.tick()
+
+    def auto_evict(self) -> list[str]:
+        """Defer, in this view, the idlest tools over ``max_active`` (octos
+        ``ToolLifecycle``: base and spawn-only tools are never evicted).
+
+        Returns:
+            The names evicted.
+        """
+        evicted = self.lifecycle.find_evictable(self.active_names())
+        if evicted:
+            self._evicted.update(evicted)
+            self._changed()
+            logger.debug("evicted idle tools: %s", evicted)
+        return evicted
+
+    # ------------------------------------------------------------------ visibility
+
+    def is_visible_post_activation(self, name: str) -> bool:
+        """Would be in :meth:`specs` if it were not deferred."""
+        registry = self.registry
+        tool = registry._tools.get(name)
+        return (
+            tool is not None
+            and name not in self._hidden
+            and registry.passes_filter(tool)
+            and registry.evaluate(name).allowed
+        )
+
+    def is_visible(self, name: str) -> bool:
+        """Registered, not deferred, not hidden, allowed by policy and shown by the
+        context filter."""
+        return not self.is_deferred(name) and self.is_visible_post_activation(name)
+
+    def specs(self) -> list[ToolSpec]:
+        """The specs of visible tools, in registration order.
+
+        A pure read: nothing ticks, nothing is evicted. The same list object is returned
+        while neither the registry nor this view changes, so hosts can detect a change
+        with ``is``; treat it as read-only.
+        """
+        registry = self.registry
+        default = registry._view
+        if (
+            self is not default
+            and not (self._activated or self._evicted or self._hidden)
+            and not (default._activated or default._evicted or default._hidden)
+        ):
+            # A session with no state of its own (a fresh one, a stateless HTTP request)
+            # sees the configured defaults: share the default view's cached list.
+            return default.specs()
+        key = (registry._version, self._version)
+        specs = self._specs
+        if specs is None or key != self._specs_key:
+            owner = self.owner
+            specs = [
+                tool.spec_for(owner)
+                for name, tool in self.registry._tools.items()
+                if self.is_visible(name)
+            ]
+            self._specs = specs
+            self._specs_key = key
+        return specs
+
+    def visible_names(self) -> list[str]:
+        """Names in :meth:`specs`, in registration order."""
+        return [s.name for s in self.specs()]
+
+    def catalog(self) -> list[CatalogEntry]:
+        """The live catalog: every tool a policy allows, deferred ones included, never a
+        denied one (rebuilt after each change)."""
+        registry = self.registry
+        key = (registry._version, self._version)
+        if self._catalog is not None and self._catalog[0] == key:
+            return self._catalog[1]
+        entries: list[CatalogEntry] = []
+        for name, tool in registry._tools.items():
+            if not registry.evaluate(name).allowed:
+                continue
+            if self.is_deferred(name):
+                state = "deferred"
+            elif name in self._hidden or not registry.passes_filter(tool):
+                state = "hidden"
+            else:
+                state = "active"
+            entries.append(
+                CatalogEntry(
+                    name=name,
+                    description=tool.description,
+                    tags=tuple(tool.tags),
+                    group=registry.group_of(name),
+                    state=state,
+                    concurrency=tool.concurrency_class.value,
+                    spawn_only=name in registry._spawn_only,
+                )
+            )
+        self._catalog = (key, entries)
+        return entries

@@ -1,0 +1,147 @@
+"""Listing and walking: directory entries by ``lstat``, symlinks never entered.
+
+Our own temporary files (:func:`~octos_tools.workspace.is_internal_temp_name`) are never
+listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as stat_mod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from ._paths import DIR_FLAGS, PathResolver
+from ._tempnames import is_internal_temp_name
+
+__all__ = ["Entry", "EntryKind", "Listing", "scan"]
+
+EntryKind = Literal["file", "dir", "symlink", "other"]
+"""What a directory entry is, by ``lstat`` (a symlink is never classified by its target)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One directory entry, as ``lstat`` sees it.
+
+    Attributes:
+        name: the entry's name (a single component, no slash).
+        kind: ``"file"``, ``"dir"``, ``"symlink"`` (never followed) or ``"other"``
+            (FIFO, socket, device).
+        size: size in bytes (for a symlink: the length of its target text).
+        mtime: modification time, seconds since the epoch.
+    """
+
+    name: str
+    kind: EntryKind
+    size: int
+    mtime: float
+
+
+def _kind_of(mode: int) -> EntryKind:
+    if stat_mod.S_ISLNK(mode):
+        return "symlink"
+    if stat_mod.S_ISDIR(mode):
+        return "dir"
+    if stat_mod.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def scan(fd: int) -> list[Entry]:
+    """The entries of the open directory ``fd``, sorted by name in byte order (as ``ls`` in
+    the C locale and ripgrep's ``--sort path``), our temporary names left out."""
+    entries: list[Entry] = []
+    with os.scandir(fd) as it:
+        for de in it:
+            if is_internal_temp_name(de.name):
+                continue
+            try:
+                st = de.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            entries.append(Entry(de.name, _kind_of(st.st_mode), st.st_size, st.st_mtime))
+    entries.sort(key=lambda e: os.fsencode(e.name))
+    return entries
+
+
+class Listing(PathResolver):
+    """The listing methods of :class:`~octos_tools.workspace.Workspace`."""
+
+    def list_dir(self, path: str | os.PathLike[str] = ".") -> list[Entry]:
+        """The entries of a directory, sorted by name (byte order), including hidden ones.
+
+        Raises:
+            PathError: ``not_found``, ``not_a_directory``, ``symlink_refused`` (the directory
+                or a parent is a symlink), ``permission_denied``, path kinds.
+        """
+        parts = self._parts(path)
+        fd = self._open_dir(parts, "/".join(parts) or ".")
+        try:
+            return scan(fd)
+        finally:
+            os.close(fd)
+
+    def walk(
+        self,
+        path: str | os.PathLike[str] = ".",
+        *,
+        max_entries: int | None = None,
+        descend: Callable[[str, Entry], bool] | None = None,
+    ) -> Iterator[tuple[str, Entry]]:
+        """Every entry below ``path``, depth first, pre-order, sorted by name.
+
+        Symlinks are yielded as entries but never descended into; directories that cannot
+        be opened (permissions, or swapped for a symlink meanwhile) are yielded and skipped.
+
+        Args:
+            path: the directory to walk (not itself yielded).
+            max_entries: stop after yielding this many entries (``None``: no limit).
+            descend: optional filter ``(relpath, entry) -> bool``; a directory is entered
+                only when it returns ``True`` (used by glob to prune).
+
+        Yields:
+            ``(workspace_relative_path, Entry)``.
+
+        Raises:
+            PathError: for ``path`` itself, as :meth:`list_dir`.
+        """
+        parts = self._parts(path)
+        base = "/".join(parts)
+        fd = self._open_dir(parts, base or ".")
+        count = 0
+        # Stack of (fd, prefix, entries, next index); descriptors closed on exit.
+        stack: list[tuple[int, str, list[Entry], int]] = []
+        try:
+            stack.append((fd, base, scan(fd), 0))
+            while stack:
+                dfd, prefix, entries, idx = stack[-1]
+                if idx >= len(entries):
+                    stack.pop()
+                    os.close(dfd)
+                    continue
+                stack[-1] = (dfd, prefix, entries, idx + 1)
+                entry = entries[idx]
+                rel = f"{prefix}/{entry.name}" if prefix else entry.name
+                if max_entries is not None and count >= max_entries:
+                    return
+                count += 1
+                yield rel, entry
+                if entry.kind != "dir" or (descend is not None and not descend(rel, entry)):
+                    continue
+                try:
+                    sub = os.open(entry.name, DIR_FLAGS, dir_fd=dfd)
+                except OSError:
+                    continue
+                try:
+                    sub_entries = scan(sub)
+                except OSError:
+                    os.close(sub)
+                    continue
+                stack.append((sub, rel, sub_entries, 0))
+        finally:
+            for dfd, *_ in stack:
+                with contextlib.suppress(OSError):
+                    os.close(dfd)

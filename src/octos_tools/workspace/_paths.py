@@ -1,0 +1,282 @@
+"""Path resolution: user paths checked lexically, then opened component by component.
+
+* Pure checks before any system call: a NUL byte is ``invalid_arguments``; ``..`` that would
+  climb above the root and absolute paths outside the root are ``path_outside_workspace``.
+  Absolute paths are compared with the root component by component, never as string
+  prefixes (``/ws_secret`` is not inside ``/ws``). On POSIX a backslash is an ordinary
+  file-name character. A component over 255 bytes (``NAME_MAX``) is ``invalid_arguments``.
+* Every component is opened with ``os.open(name, O_NOFOLLOW | O_DIRECTORY, dir_fd=parent)``
+  starting from a descriptor of the root; a symlink anywhere is ``symlink_refused``. Nothing
+  is resolved by path string, so there is no check-then-use race. (octos guards only the
+  last component with ``O_NOFOLLOW``; we walk every component.)
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ErrorKind, PathError
+from ._errors import kind_name, map_os_error, map_subdir_error, show
+
+__all__ = ["DIR_FLAGS", "NAME_MAX", "PATH_MAX", "PathResolver", "open_subdir"]
+
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+NAME_MAX = 255
+"""Longest file-name component in bytes on Linux/macOS file systems (``NAME_MAX``)."""
+PATH_MAX = 4096
+"""Longest absolute path in bytes, terminating NUL included (Linux ``PATH_MAX``): a file
+whose path is longer cannot be named by most programs (``rg``, ``grep -r``, editors), so
+writes refuse to create one."""
+
+
+class PathResolver:
+    """The lexical and descriptor-walking half of :class:`~octos_tools.workspace.Workspace`.
+
+    Args:
+        root: an existing directory, resolved once (``realpath``) into :attr:`root`.
+
+    Raises:
+        ValueError: ``root`` holds a NUL byte.
+        FileNotFoundError: ``root`` does not exist.
+        NotADirectoryError: ``root`` is not a directory.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        raw = os.fspath(root)
+        if "\x00" in raw:
+            raise ValueError("workspace root contains a NUL byte")
+        real = os.path.realpath(raw)
+        if not os.path.exists(real):
+            raise FileNotFoundError(f"workspace root does not exist: {raw!r}")
+        if not os.path.isdir(real):
+            raise NotADirectoryError(f"workspace root is not a directory: {raw!r}")
+        self.root: Path = Path(real)
+        self._root_bytes = len(os.fsencode(real))
+        # Absolute user paths may name the root by its real path or by the (normalised)
+        # spelling it was given with; both are compared component by component.
+        spellings = {real, os.path.normpath(os.path.abspath(raw))}
+        self._root_spellings: tuple[tuple[str, ...], ...] = tuple(
+            tuple(p for p in s.split("/") if p) for s in sorted(spellings)
+        )
+
+    # ------------------------------------------------------------------ pure checks
+
+    def _parts(self, path: str | os.PathLike[str]) -> list[str]:
+        """Normalised components of ``path`` below the root; no I/O.
+
+        Raises:
+            PathError: ``invalid_arguments`` (NUL byte, overlong name, not a string) or
+                ``path_outside_workspace``.
+        """
+        try:
+            text = os.fspath(path)
+        except TypeError:
+            raise PathError(
+                ErrorKind.INVALID_ARGUMENTS, f"path must be a string, got {type(path).__name__}"
+            ) from None
+        if not isinstance(text, str):
+            raise PathError(ErrorKind.INVALID_ARGUMENTS, "path must be a text string")
+        if "\x00" in text:
+            raise PathError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"path {show(text)} contains a NUL byte (\\x00); file names cannot hold it",
+            )
+        if text.startswith("/"):
+            parts = _normalise(text.split("/"), text, absolute=True)
+            for root in self._root_spellings:
+                if tuple(parts[: len(root)]) == root:
+                    rest = parts[len(root) :]
+                    break
+            else:
+                raise PathError(
+                    ErrorKind.PATH_OUTSIDE_WORKSPACE,
+                    f"{show(text)} is outside the workspace {str(self.root)!r}; "
+                    "use a path relative to the workspace root",
+                )
+        else:
+            rest = _normalise(text.split("/"), text, absolute=False)
+        for part in rest:
+            if len(os.fsencode(part)) > NAME_MAX:
+                raise PathError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"file name {show(part[:40] + '…')} in {show(text[:80])} is longer than "
+                    f"{NAME_MAX} bytes",
+                )
+        return rest
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """The normalised workspace-relative POSIX form of ``path`` (``"."`` for the root).
+
+        Pure: no file-system access, so symlinks are not detected here.
+
+        Raises:
+            PathError: ``invalid_arguments`` or ``path_outside_workspace``.
+        """
+        parts = self._parts(path)
+        return "/".join(parts) if parts else "."
+
+    def _check_writable_name(self, parts: Sequence[str], text: str) -> None:
+        """Refuse to create a path other programs cannot name (over ``PATH_MAX``), or one
+        of our own temporary names.
+
+        Raises:
+            PathError: ``invalid_arguments``.
+        """
+        from ._tempnames import is_internal_temp_name
+
+        size = self._root_bytes + sum(len(os.fsencode(p)) + 1 for p in parts)
+        if size >= PATH_MAX:
+            raise PathError(
+                ErrorKind.INVALID_ARGUMENTS,
+                f"path {show(text[:80])} would be {size:,} bytes long as an absolute path; "
+                f"paths must stay under {PATH_MAX:,} bytes (PATH_MAX) so that every program "
+                "can open them. Use a shorter path",
+            )
+        for part in parts:
+            if is_internal_temp_name(part):
+                raise PathError(
+                    ErrorKind.INVALID_ARGUMENTS,
+                    f"{show(part)} is a name reserved for octos-tools' temporary files; "
+                    "choose another name",
+                )
+
+    # ------------------------------------------------------------------ descriptors
+
+    def _open_root(self) -> int:
+        try:
+            return os.open(self.root, DIR_FLAGS)
+        except OSError as exc:  # pragma: no cover - the root vanished or was swapped
+            raise map_os_error(exc, ".", is_dir=True) from None
+
+    def _open_dir(self, parts: Sequence[str], display: str, *, create: bool = False) -> int:
+        """Open the directory ``parts`` (each component no-follow); return its descriptor.
+
+        With ``create``, missing components are created one at a time (``mkdirat``).
+        """
+        fd = self._open_root()
+        try:
+            for i, name in enumerate(parts):
+                nxt = open_subdir(fd, name, "/".join(parts[: i + 1]) or display, create)
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _parent(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = False,
+        allow_root: bool = False,
+        for_write: bool = False,
+    ) -> tuple[int, str | None, str]:
+        """``(parent_fd, leaf_name, relpath)``; ``leaf_name`` is ``None`` for the root.
+
+        With ``for_write`` the path is first checked by :meth:`_check_writable_name`.
+        """
+        parts = self._parts(path)
+        rel = "/".join(parts) if parts else "."
+        if not parts:
+            if not allow_root:
+                raise PathError(
+                    ErrorKind.IS_A_DIRECTORY, "the workspace root is a directory, not a file"
+                )
+            return self._open_root(), None, rel
+        if for_write:
+            self._check_writable_name(parts, os.fspath(path))
+        pfd = self._open_dir(parts[:-1], rel, create=create)
+        if _names_folder(path):
+            try:
+                _check_folder_leaf(pfd, parts[-1], rel)
+            except BaseException:
+                os.close(pfd)
+                raise
+        return pfd, parts[-1], rel
+
+
+def _normalise(raw_parts: list[str], text: str, *, absolute: bool) -> list[str]:
+    out: list[str] = []
+    for part in raw_parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            elif not absolute:
+                raise PathError(
+                    ErrorKind.PATH_OUTSIDE_WORKSPACE,
+                    f"{show(text)} leaves the workspace through '..'; "
+                    "use a path inside the workspace",
+                )
+            continue
+        out.append(part)
+    return out
+
+
+def _names_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether the user path ends with ``/`` (or ``/.``): POSIX then requires a directory
+    (``open("file.txt/")`` is ``ENOTDIR``), a rule the lexical normalisation would drop."""
+    text = os.fspath(path)
+    return isinstance(text, str) and (text.endswith("/") or text.endswith("/."))
+
+
+def _check_folder_leaf(pfd: int, name: str, rel: str) -> None:
+    """For a path ending with ``/``: the leaf must be a directory (not followed).
+
+    Raises:
+        PathError: ``not_a_directory`` (a file or other non-directory), ``symlink_refused``,
+            ``not_found``.
+    """
+    try:
+        mode = os.stat(name, dir_fd=pfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        raise PathError(
+            ErrorKind.NOT_FOUND,
+            f"{rel}/ ends with '/', which names a folder, and there is no folder {rel}; "
+            "for a file, drop the trailing '/'",
+        ) from None
+    except OSError as exc:
+        raise map_os_error(exc, rel) from None
+    if stat_mod.S_ISLNK(mode):
+        raise PathError(ErrorKind.SYMLINK_REFUSED, f"{rel} is a symbolic link; not followed")
+    if not stat_mod.S_ISDIR(mode):
+        what = "a file" if stat_mod.S_ISREG(mode) else kind_name(mode)
+        raise PathError(
+            ErrorKind.NOT_A_DIRECTORY,
+            f"{rel}/ ends with '/', but {rel} is {what}, not a folder; drop the trailing '/'",
+        )
+
+
+def open_subdir(fd: int, name: str, rel: str, create: bool) -> int:
+    """Open directory ``name`` under ``fd`` without following a link (creating it first
+    with ``create``); return its descriptor.
+
+    Raises:
+        PathError: ``not_found``, ``symlink_refused``, ``not_a_directory``, mapped errors.
+    """
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise PathError(ErrorKind.NOT_FOUND, f"{rel} does not exist") from None
+    except OSError as exc:
+        raise map_subdir_error(exc, fd, name, rel) from None
+    try:
+        os.mkdir(name, 0o777, dir_fd=fd)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise map_os_error(exc, rel) from None
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        raise map_subdir_error(exc, fd, name, rel) from None

@@ -1,0 +1,166 @@
+"""The LangChain adapter in a small ``bind_tools`` agent loop driven by LangChain's own
+``GenericFakeChatModel`` (no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from octos_tools.adapters.langchain import OctosLangChainTools, OctosTool
+from octos_tools.session import ToolSession
+from octos_tools.tool import ToolResult
+
+from .conftest import EDITED, SCRIPT, expected_outcome
+
+pytestmark = pytest.mark.anyio
+
+
+class _ScriptedChat(GenericFakeChatModel):
+    """GenericFakeChatModel with ``bind_tools`` recording what the model was offered."""
+
+    offered: list[list[dict[str, Any]]] = []  # noqa: RUF012
+
+    def bind_tools(self, tools: Sequence[BaseTool], **kwargs: Any) -> _ScriptedChat:
+        self.offered.append([convert_to_openai_tool(t) for t in tools])
+        return self
+
+
+def _replies() -> Iterator[AIMessage]:
+    for i, (name, args) in enumerate(SCRIPT, 1):
+        if isinstance(args, str):  # what a chat model makes of arguments that are not JSON
+            yield AIMessage(
+                content="",
+                invalid_tool_calls=[
+                    {
+                        "type": "invalid_tool_call",
+                        "name": name,
+                        "args": args,
+                        "id": f"call-{i}",
+                        "error": "not JSON",
+                    }
+                ],
+            )
+        else:
+            yield AIMessage(
+                content="", tool_calls=[{"name": name, "args": args, "id": f"call-{i}"}]
+            )
+    yield AIMessage(content="done")
+
+
+async def test_agent_loop_reads_edits_is_refused_and_recovers(
+    session: ToolSession, workspace: Path
+) -> None:
+    octos = OctosLangChainTools(session)
+    chat = _ScriptedChat(messages=_replies())
+    chat.offered = []
+    messages: list[BaseMessage] = [HumanMessage("edit notes.txt")]
+    answers: list[ToolMessage] = []
+    for _ in range(20):
+        reply = await chat.bind_tools(octos.tools()).ainvoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls and not reply.invalid_tool_calls:
+            break
+        results = await octos.arun_tool_calls(reply)
+        answers.extend(results)
+        messages.extend(results)
+
+    assert messages[-1].content == "done"
+    assert (workspace / "notes.txt").read_bytes() == EDITED
+    assert [a.tool_call_id for a in answers] == [f"call-{i}" for i in range(1, len(SCRIPT) + 1)]
+    for i, answer in enumerate(answers):
+        assert expected_outcome(i) in str(answer.content), answer
+    statuses = [a.status for a in answers]
+    assert statuses == ["success", "error", "error", "success", "error", "success"]
+    assert isinstance(answers[0].artifact, ToolResult) and answers[0].artifact.success
+    assert "Do not retry" in str(answers[4].content)
+    offered = [[t["function"]["name"] for t in tools] for tools in chat.offered]
+    # shell was deferred: not offered, ran when called by name, offered from then on
+    assert "shell" not in offered[0] and "shell" in offered[-1]
+    assert all("grep" not in names for names in offered)
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
+
+
+async def test_tools_carry_our_schemas_unvalidated(session: ToolSession) -> None:
+    octos = OctosLangChainTools(session)
+    tools = octos.tools()
+    specs = {s.name: s for s in session.current_specs()}
+    assert [t.name for t in tools] == list(specs)
+    for tool in tools:
+        assert isinstance(tool, OctosTool)
+        assert tool.args_schema == specs[tool.name].input_schema
+        assert convert_to_openai_tool(tool)["function"]["parameters"] == tool.args_schema
+    read = octos.get("read_file")
+    assert read is octos.get("read_file")  # cached while the spec does not change
+    # "2" for an integer: LangChain does not coerce (dict schema), our rules refuse it
+    message = await read.ainvoke(
+        {
+            "type": "tool_call",
+            "id": "x1",
+            "name": "read_file",
+            "args": {"path": "notes.txt", "start_line": "2"},
+        }
+    )
+    assert message.status == "error" and "[invalid_arguments]" in message.content
+    unknown = await octos.get("no_such_tool").ainvoke(
+        {"type": "tool_call", "id": "x2", "name": "no_such_tool", "args": {}}
+    )
+    assert unknown.status == "error" and "[unknown_tool]" in unknown.content
+    hidden = await octos.get("grep").ainvoke(
+        {"type": "tool_call", "id": "x3", "name": "grep", "args": {"pattern": "a"}}
+    )
+    assert hidden.status == "error" and "[policy_denied]" in hidden.content
+
+
+async def test_tool_call_id_reaches_the_session(session: ToolSession) -> None:
+    from octos_tools.tool import JSONObject, Tool
+
+    seen: list[str] = []
+
+    class Spy(Tool):
+        name = "spy"
+        description = "Record the call id."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def execute_with_context(self, ctx: Any, args: JSONObject) -> ToolResult:
+            seen.append(ctx.tool_call_id)
+            return ToolResult.ok("seen")
+
+    session.registry.register(Spy())
+    octos = OctosLangChainTools(session)
+    msg = await octos.get("spy").ainvoke(
+        {"type": "tool_call", "id": "abc", "name": "spy", "args": {}}
+    )
+    assert msg.content == "seen" and seen == ["abc"]
+    with pytest.raises(NotImplementedError, match="async only"):
+        octos.get("spy").invoke({})
+
+
+async def test_images_become_content_blocks(session: ToolSession) -> None:
+    from octos_tools.tool import ImageContent, JSONObject, Tool
+
+    class Picture(Tool):
+        name = "picture"
+        description = "Return a tiny picture."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            return ToolResult(output="a picture", content=[ImageContent(b"PNG", "image/png")])
+
+    session.registry.register(Picture())
+    msg = (
+        await OctosLangChainTools(session)
+        .get("picture")
+        .ainvoke({"type": "tool_call", "id": "p", "name": "picture", "args": {}})
+    )
+    assert msg.content[0] == {"type": "text", "text": "a picture"}
+    assert msg.content[1] == {"type": "image", "base64": "UE5H", "mime_type": "image/png"}

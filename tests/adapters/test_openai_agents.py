@@ -1,0 +1,172 @@
+"""The OpenAI Agents SDK adapter, driven by the SDK's own ``agents.testing.ScriptedModel``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, ApplyPatchTool, RunConfig, Runner
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+from octos_tools.adapters._session import deferred_names
+from octos_tools.adapters.openai_agents import OctosAgentTools, WorkspaceEditor
+from octos_tools.session import ToolSession
+
+from .conftest import EDITED, SCRIPT, expected_outcome
+
+pytestmark = pytest.mark.anyio
+
+
+def _tool_outputs(items: Any) -> dict[str, str]:
+    """call_id -> output text of every function_call_output / apply_patch output in ``items``."""
+    out: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and str(item.get("type", "")).endswith("_output"):
+            out[str(item.get("call_id"))] = str(item.get("output", ""))
+    return out
+
+
+async def test_agent_run_reads_edits_is_refused_and_recovers(
+    session: ToolSession, workspace: Path
+) -> None:
+    octos = OctosAgentTools(session)
+    script = [*SCRIPT, SCRIPT[-1]]  # the refused deferred call is made again
+    offered: list[set[str]] = []
+    outputs: dict[str, str] = {}
+
+    def respond(call: ModelCall) -> Any:
+        offered.append({t.name for t in call.tools})
+        outputs.update(_tool_outputs(call.input))
+        if not script:
+            return [assistant_message("done")]
+        name, args = script.pop(0)
+        return [function_call(name, args, call_id=f"call-{len(offered)}")]
+
+    model = ScriptedModel([ModelStep.respond(respond) for _ in range(len(script) + 1)])
+    agent = Agent(name="coder", model=model, tools=octos.tools)
+    result = await Runner.run(
+        agent, "edit notes.txt", run_config=octos.run_config(tracing_disabled=True)
+    )
+
+    assert result.final_output == "done"
+    assert (workspace / "notes.txt").read_bytes() == EDITED
+    for i in range(len(SCRIPT) - 1):
+        assert expected_outcome(i) in outputs[f"call-{i + 1}"], outputs
+    assert "Do not retry" in outputs["call-5"]
+    # 'shell' was deferred: disabled, reported missing and activated, then enabled and run
+    assert "shell" not in offered[0]
+    assert "loaded now" in outputs["call-6"]
+    assert "shell" in offered[6]
+    assert "gamma" in outputs["call-7"] and "Exit code: 0" in outputs["call-7"]
+    assert all("grep" not in names for names in offered)  # hidden by the provider policy
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
+    model.assert_complete()
+
+
+async def test_function_tools_carry_our_schemas(session: ToolSession) -> None:
+    octos = OctosAgentTools(session)
+    by_name = {s.name: s for s in session.current_specs()}
+    tools = {t.name: t for t in octos.tools}
+    assert set(by_name) <= set(tools)
+    for name, spec in by_name.items():
+        assert tools[name].params_json_schema == spec.input_schema
+        assert tools[name].strict_json_schema is False
+    # raw JSON strings reach our parser: the model sees our invalid_json message
+    from agents.tool_context import ToolContext
+
+    ctx = ToolContext(context=None, tool_name="read_file", tool_call_id="c1", tool_arguments="{")
+    text = await tools["read_file"].on_invoke_tool(ctx, "{")
+    assert text.startswith("Error [invalid_json]")
+    ok = await tools["read_file"].on_invoke_tool(ctx, json.dumps({"path": "notes.txt"}))
+    assert "beta" in ok
+
+
+async def test_without_the_run_config_formatter_other_tool_errors_keep_sdk_text(
+    session: ToolSession,
+) -> None:
+    octos = OctosAgentTools(session)
+    config = octos.run_config(tool_error_formatter=lambda args: "theirs")
+    from agents.run_config import ToolErrorFormatterArgs
+
+    def args(name: str) -> Any:
+        return ToolErrorFormatterArgs(
+            kind="tool_not_found",
+            tool_type="function",
+            tool_name=name,
+            call_id="c",
+            default_message="Tool not found.",
+            run_context=None,  # type: ignore[arg-type]
+        )
+
+    assert config.tool_error_formatter is not None
+    assert config.tool_error_formatter(args("no_such_tool")) == "theirs"
+    assert "loaded now" in config.tool_error_formatter(args("web_fetch"))
+    assert "web_fetch" not in deferred_names(session)
+
+
+async def test_native_apply_patch_call_goes_to_the_workspace_editor(workspace: Path) -> None:
+    editor = WorkspaceEditor(workspace)
+    patch_call = {
+        "type": "apply_patch_call",
+        "call_id": "p1",
+        "status": "completed",
+        "operation": {
+            "type": "update_file",
+            "path": "notes.txt",
+            "diff": "@@\n alpha\n-beta\n+gamma\n",
+        },
+    }
+    seen: list[Any] = []
+
+    def second(call: ModelCall) -> Any:
+        seen.append(call.input)
+        return [assistant_message("patched")]
+
+    model = ScriptedModel([[patch_call], ModelStep.respond(second)])
+    agent = Agent(name="coder", model=model, tools=[ApplyPatchTool(editor=editor)])
+    result = await Runner.run(agent, "patch it", run_config=RunConfig(tracing_disabled=True))
+    assert result.final_output == "patched"
+    assert (workspace / "notes.txt").read_bytes() == EDITED
+    assert "Updated notes.txt" in json.dumps(seen[0], default=str)
+
+
+async def test_images_are_returned_as_tool_output_images(session: ToolSession) -> None:
+    from agents import ToolOutputImage, ToolOutputText
+    from agents.tool_context import ToolContext
+
+    from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+
+    class Picture(Tool):
+        name = "picture"
+        description = "Return a tiny picture."
+        input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+        async def execute(self, args: JSONObject) -> ToolResult:
+            return ToolResult(output="a picture", content=[ImageContent(b"PNG", "image/png")])
+
+    session.registry.register(Picture())
+    tool = next(t for t in OctosAgentTools(session).tools if t.name == "picture")
+    ctx = ToolContext(context=None, tool_name="picture", tool_call_id="p", tool_arguments="{}")
+    out = await tool.on_invoke_tool(ctx, "{}")
+    assert out[0] == ToolOutputText(text="a picture")
+    assert out[1] == ToolOutputImage(image_url="data:image/png;base64,UE5H")
+
+
+async def test_refresh_adds_tools_registered_later(session: ToolSession) -> None:
+    from tests.helpers import EchoTool
+
+    octos = OctosAgentTools(session)
+    tools = octos.tools
+    session.registry.register(EchoTool("late_echo"))
+    assert "late_echo" not in {t.name for t in tools}
+    assert octos.refresh() is tools
+    late = next(t for t in tools if t.name == "late_echo")
+    assert late.is_enabled(None, None)  # type: ignore[operator]
+    assert [t.name for t in tools].count("late_echo") == 1
+    octos.refresh()
+    assert [t.name for t in tools].count("late_echo") == 1

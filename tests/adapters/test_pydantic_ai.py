@@ -1,0 +1,177 @@
+"""The pydantic-ai toolset, driven by pydantic-ai's own ``FunctionModel`` (no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from octos_tools.adapters.pydantic_ai import OctosToolset
+from octos_tools.registry import ToolRegistry
+from octos_tools.session import ToolSession
+from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+
+from .conftest import EDITED, SCRIPT, expected_outcome
+
+pytestmark = pytest.mark.anyio
+
+
+def _returned(messages: list[ModelMessage]) -> list[tuple[str, str, str]]:
+    """(kind, tool name, text) of every tool answer in ``messages``."""
+    out = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                kind = "retry" if part.outcome == "retried" else part.outcome
+                out.append((kind, part.tool_name, part.model_response_str()))
+            elif isinstance(part, RetryPromptPart):
+                out.append(("retry", part.tool_name or "", part.model_response()))
+    return out
+
+
+async def test_agent_run_reads_edits_is_refused_and_recovers(
+    session: ToolSession, workspace: Path
+) -> None:
+    script = [*SCRIPT, SCRIPT[-1]]  # the refused deferred call is made again
+    offered: list[list[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(t.name for t in info.function_tools))
+        if not script:
+            return ModelResponse(parts=[TextPart("done")])
+        name, args = script.pop(0)
+        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"call-{len(offered)}")])
+
+    agent = Agent(FunctionModel(model), toolsets=[OctosToolset(session)])
+    result = await agent.run("edit notes.txt")
+
+    assert result.output == "done"
+    assert (workspace / "notes.txt").read_bytes() == EDITED
+    answers = _returned(result.all_messages())
+    # one answer per scripted call, plus pydantic-ai's own refusal of the deferred 'shell'
+    assert [a[1] for a in answers] == [s[0] for s in SCRIPT[:-1]] + ["shell", "shell"]
+    for i, (_name, _args) in enumerate(SCRIPT[:-1]):
+        assert expected_outcome(i) in answers[i][2], answers[i]
+    kinds = [a[0] for a in answers]
+    assert kinds[1] == kinds[2] == "retry"  # bad arguments: pydantic-ai's retry convention
+    assert kinds[4] == "success"  # policy_denied: plain tool-return text, no retry
+    assert "Do not retry" in answers[4][2]
+    # 'shell' was deferred: not offered, refused by pydantic-ai, activated, offered, run
+    assert "shell" not in offered[0]
+    assert answers[5][0] == "retry" and "Unknown tool name" in answers[5][2]
+    assert "shell" in offered[-1]
+    assert answers[6][0] == "success" and "gamma" in answers[6][2]
+    # the provider policy hides grep on every step; write_file is listed (its context denies it)
+    assert all("grep" not in names for names in offered)
+    assert "write_file" in offered[0]
+    assert len(session.ticks) == len(offered)  # housekeeping once per model request
+
+
+async def test_specs_are_ours_and_argument_validation_is_skipped(session: ToolSession) -> None:
+    toolset = OctosToolset(session)
+    seen: dict[str, Any] = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if not seen:
+            seen.update({t.name: t for t in info.function_tools})
+            # "2" for an integer: pydantic's lax mode would coerce it; our rules refuse it
+            return ModelResponse(
+                parts=[ToolCallPart("read_file", {"path": "notes.txt", "start_line": "2"})]
+            )
+        return ModelResponse(parts=[TextPart("ok")])
+
+    result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+    by_name = {s.name: s for s in session.current_specs()}
+    assert set(seen) == set(by_name)
+    for name, tool_def in seen.items():
+        assert tool_def.parameters_json_schema == by_name[name].input_schema
+        assert tool_def.description == by_name[name].description
+        assert tool_def.sequential == by_name[name].destructive
+    answers = _returned(result.all_messages())
+    assert answers[0][0] == "retry" and "[invalid_arguments]" in answers[0][2]
+    assert "start_line" in answers[0][2]
+
+
+async def test_discovery_tool_activates_for_the_next_step(session: ToolSession) -> None:
+    steps = [
+        ("activate_tools", {"tools": ["shell"]}),
+        ("shell", {"command": "echo hi"}),
+    ]
+    offered: list[set[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append({t.name for t in info.function_tools})
+        if not steps:
+            return ModelResponse(parts=[TextPart("done")])
+        name, args = steps.pop(0)
+        return ModelResponse(parts=[ToolCallPart(name, args)])
+
+    result = await Agent(FunctionModel(model), toolsets=[OctosToolset(session)]).run("x")
+    assert "shell" not in offered[0] and "shell" in offered[1]
+    answers = _returned(result.all_messages())
+    assert answers[1] == ("success", "shell", answers[1][2]) and "hi" in answers[1][2]
+
+
+class _Picture(Tool):
+    name = "picture"
+    description = "Return a tiny picture."
+    input_schema: JSONObject = {"type": "object", "properties": {}}  # noqa: RUF012
+
+    async def execute(self, args: JSONObject) -> ToolResult:
+        return ToolResult(output="a picture", content=[ImageContent(b"\x89PNG-bytes", "image/png")])
+
+
+async def test_call_tool_directly_maps_results(registry: ToolRegistry) -> None:
+    registry.register(_Picture())
+    toolset = OctosToolset(registry)  # a registry gets a session of its own
+    assert isinstance(toolset.session, ToolSession)
+
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import BinaryContent
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.usage import RunUsage
+
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    tools = await toolset.get_tools(ctx)
+    value = await toolset.call_tool("picture", {}, ctx, tools["picture"])
+    assert value[0] == "a picture"
+    assert isinstance(value[1], BinaryContent) and value[1].data == b"\x89PNG-bytes"
+    with pytest.raises(ModelRetry, match=r"\[invalid_arguments\]"):
+        await toolset.call_tool("read_file", {"nope": 1}, ctx, tools["read_file"])
+    missing = await toolset.call_tool("read_file", {"path": "absent.txt"}, ctx, tools["read_file"])
+    assert missing.startswith("Error [not_found]")
+    raw = tools["read_file"].args_validator.validate_json('{"path": "notes.txt"')
+    with pytest.raises(ModelRetry, match=r"\[invalid_json\]"):
+        await toolset.call_tool("read_file", raw, ctx, tools["read_file"])
+    assert json.loads(json.dumps(tools["read_file"].args_validator.validate_json("{}"))) == {}
+
+
+async def test_raise_tool_failed_marks_definitive_failures(session: ToolSession) -> None:
+    steps = [ToolCallPart("write_file", {"path": "x.txt", "content": "x"})]
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[steps.pop(0)] if steps else [TextPart("ok")])
+
+    toolset = OctosToolset(session, raise_tool_failed=True)
+    result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
+    (answer,) = _returned(result.all_messages())
+    assert answer[0] == "failed" and "[policy_denied]" in answer[2]

@@ -1,0 +1,157 @@
+"""Text the model can read: cuts between characters, split characters joined across session
+reads, terminal control sequences removed, carriage-return redraws collapsed (tty too)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from octos_tools.builtins.runtime import (
+    ExecCommandTool,
+    OutputCapture,
+    SessionManager,
+    WriteStdinTool,
+    clean_terminal_text,
+)
+from octos_tools.builtins.runtime.capture import incomplete_utf8_suffix
+from octos_tools.config import ShellConfig
+from octos_tools.context import ToolContext
+from octos_tools.errors import ToolError
+from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shells and ptys")
+
+
+async def call(tool: Tool, args: JSONObject) -> ToolResult:
+    try:
+        return await tool.execute_with_context(ToolContext(), args)
+    except ToolError as exc:
+        return ToolResult.from_error(exc)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("\x1b[32mGREEN\x1b[0m ok", "GREEN ok"),
+        ("a\x1b[1mB\x1b[22mc", "aBc"),
+        ("\x1b]0;my title\x07after", "after"),  # OSC title ended by BEL
+        ("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"),  # OSC 8 hyperlink, ST-ended
+        ("\x1b[?2004hprompt$ \x1b[?2004l", "prompt$ "),  # bracketed paste on/off
+        ("\x1b(Bplain\x1b)0", "plain"),  # charset designation
+        ("\x1b[2J\x1b[H\x1b[3;5Hhome", "home"),  # clear screen, cursor moves
+        ("\x1bPq#0;2;0;0;0\x1b\\img", "img"),  # DCS string
+        ("\x1b=\x1b>keypad", "keypad"),
+        ("bell\x07 and nul\x00 gone", "bell and nul gone"),
+        ("_\x08b_\x08o_\x08l_\x08d", "bold"),  # man's overstrike
+        ("tab\tand\nnewline", "tab\tand\nnewline"),
+        ("cut at the end \x1b[3", "cut at the end "),  # an unterminated sequence
+    ],
+)
+def test_control_sequences_removed(raw: str, shown: str) -> None:
+    assert clean_terminal_text(raw) == shown
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("10%\r50%\r100%\ndone", "100%\ndone"),
+        ("Downloading [##   ] 40%\rDownloading [#####] 100%\n", "Downloading [#####] 100%\n"),
+        ("abcdef\rXY", "XYcdef"),  # what a terminal shows
+        ("long status line\r\x1b[Kshort\n", "short\n"),  # erase-line after the CR
+        ("\x1b[32m 50%\x1b[0m\r\x1b[32m100%\x1b[0m", "100%"),
+        ("line one\r\nline two\r\n", "line one\nline two\n"),  # a tty's line ends
+        ("progress 99%\r", "progress 99%"),
+    ],
+)
+def test_carriage_return_redraws_collapse_to_their_last_state(raw: str, shown: str) -> None:
+    assert clean_terminal_text(raw) == shown
+
+
+def test_plain_text_is_returned_unchanged() -> None:
+    text = "def f(x):\n\treturn x  # ünïcødé €\n"
+    assert clean_terminal_text(text) is text
+
+
+def test_incomplete_utf8_suffix() -> None:
+    euro = "€".encode()  # 3 bytes
+    assert incomplete_utf8_suffix(b"ab") == 0
+    assert incomplete_utf8_suffix(b"a" + euro) == 0
+    assert incomplete_utf8_suffix(b"a" + euro[:1]) == 1
+    assert incomplete_utf8_suffix(b"a" + euro[:2]) == 2
+    assert incomplete_utf8_suffix("😀".encode()[:3]) == 3
+    assert incomplete_utf8_suffix(b"\xff") == 0  # not UTF-8 at all: decoded as U+FFFD
+
+
+def test_split_character_is_joined_across_reads() -> None:
+    cap = OutputCapture(10_000)
+    data = "x€y😀z".encode()
+    for i in range(1, len(data)):  # every split point
+        cap.feed(data[:i])
+        first = cap.take()
+        cap.feed(data[i:])
+        second = cap.take()
+        assert first + second == "x€y😀z", i
+        assert "\ufffd" not in first + second
+
+
+def test_truncation_cuts_between_characters() -> None:
+    cap = OutputCapture(1000)
+    cap.feed(("x€€" * 300_000 + "\nEND\n").encode())
+    text = cap.render()
+    assert "\ufffd" not in text and "x€€x" in text and text.endswith("END\n")
+    assert "bytes omitted" in text
+    for limit in range(256, 300):  # every cut point of a smaller render
+        assert "\ufffd" not in cap.render(limit)
+
+
+@pytest.mark.anyio
+async def test_command_output_is_clean_text(tmp_path: Path) -> None:
+    """Case BC-40 through the tool."""
+    tool = ExecCommandTool(Workspace(tmp_path), ShellConfig(), SessionManager())
+    r = await call(
+        tool,
+        {
+            "cmd": "printf '\\033[32mGREEN\\033[0m ok \\033]0;title\\007 x\\n'; "
+            "printf 'a\\033[1mB\\033[22mc\\n'; printf '10%%\\r55%%\\r100%%\\n'"
+        },
+    )
+    assert r.success
+    assert "GREEN ok  x\naBc\n100%" in r.output
+    assert "\x1b" not in r.output and "title" not in r.output and "55%" not in r.output
+    big = await call(
+        tool,
+        {"cmd": f"{sys.executable} -c \"import sys; sys.stdout.write('x€€' * 300000 + 'END')\""},
+    )
+    assert "\ufffd" not in big.output and "x€€x" in big.output and big.output.endswith("END")
+
+
+@pytest.mark.anyio
+async def test_tty_session_output_is_clean_and_split_characters_join(tmp_path: Path) -> None:
+    sessions = SessionManager()
+    exec_tool = ExecCommandTool(Workspace(tmp_path), ShellConfig(), sessions)
+    stdin_tool = WriteStdinTool(sessions, ShellConfig())
+    # prints the first byte of "€", waits for a line, then the rest: two reads (no echo of
+    # the input, which a terminal would print between the two halves)
+    code = (
+        "import sys, os\n"
+        "os.write(1, b'\\x1b[1mstart\\x1b[0m\\r\\n')\n"
+        "os.write(1, '€'.encode()[:1])\n"
+        "sys.stdin.readline()\n"
+        "os.write(1, '€'.encode()[1:] + b'\\r\\n 1%\\r100%\\r\\n')\n"
+    )
+    script = tmp_path / "split.py"
+    script.write_text(code, encoding="utf-8")
+    r = await call(
+        exec_tool,
+        {"cmd": f"stty -echo; {sys.executable} {script}", "tty": True, "yield_time_ms": 1500},
+    )
+    assert r.structured_metadata is not None and r.structured_metadata["running"], r.output
+    assert "start" in r.output and "\x1b" not in r.output and "\ufffd" not in r.output
+    sid = r.structured_metadata["session_id"]
+    r2 = await call(stdin_tool, {"session_id": sid, "chars": "go\n", "yield_time_ms": 3000})
+    assert "Output:\n€\n100%" in r2.output, r2.output
+    assert "\ufffd" not in r2.output and "\r" not in r2.output and "1%" not in r2.output
+    await sessions.aclose()
