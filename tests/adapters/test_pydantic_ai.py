@@ -113,7 +113,7 @@ async def test_specs_are_ours_and_argument_validation_is_skipped(session: ToolSe
 
 async def test_discovery_tool_activates_for_the_next_step(session: ToolSession) -> None:
     steps = [
-        ("activate_tools", {"tools": ["shell"]}),
+        ("tool_search", {"query": "select:shell"}),  # the listed discovery tool loads it
         ("shell", {"command": "echo hi"}),
     ]
     offered: list[set[str]] = []
