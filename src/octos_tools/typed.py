@@ -50,6 +50,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ._lean_schema import lean_schema
 from .arguments import apply_leniencies, describe_value, join_problems
 from .context import ToolContext, current_context
 from .errors import ArgumentError
@@ -81,7 +82,9 @@ class ToolArgs(BaseModel):
 
 def json_schema_of(model: type[BaseModel]) -> JSONObject:
     """The wire input schema of an arguments model: pydantic's JSON Schema without titles,
-    ``type: object``, ``additionalProperties: false``.
+    made lean (:func:`~octos_tools._lean_schema.lean_schema`: optional fields shown as their
+    plain type, since ``null`` means absent; ``$defs`` inlined), ``type: object``,
+    ``additionalProperties: false``.
     """
     schema = model.model_json_schema()
 
@@ -94,7 +97,7 @@ def json_schema_of(model: type[BaseModel]) -> JSONObject:
             return [strip(v) for v in node]
         return node
 
-    schema = typing.cast(JSONObject, strip(schema))
+    schema = lean_schema(typing.cast(JSONObject, strip(schema)))
     schema["type"] = "object"
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False

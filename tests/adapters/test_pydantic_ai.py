@@ -113,7 +113,7 @@ async def test_specs_are_ours_and_argument_validation_is_skipped(session: ToolSe
 
 async def test_discovery_tool_activates_for_the_next_step(session: ToolSession) -> None:
     steps = [
-        ("tool_search", {"query": "select:shell"}),  # the listed discovery tool loads it
+        ("tool_search", {"query": "select:shell"}),
         ("shell", {"command": "echo hi"}),
     ]
     offered: list[set[str]] = []
@@ -175,3 +175,31 @@ async def test_raise_tool_failed_marks_definitive_failures(session: ToolSession)
     result = await Agent(FunctionModel(model), toolsets=[toolset]).run("x")
     (answer,) = _returned(result.all_messages())
     assert answer[0] == "failed" and "[policy_denied]" in answer[2]
+
+
+async def test_sessions_keep_their_own_activation(registry: ToolRegistry) -> None:
+    first, second = ToolSession(registry), ToolSession(registry)
+    calls = [ToolCallPart("shell", {"command": "echo one"})] * 2
+    offered: list[set[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append({t.name for t in info.function_tools})
+        return ModelResponse(parts=[calls.pop(0)] if calls else [TextPart("ok")])
+
+    await Agent(FunctionModel(model), toolsets=[OctosToolset(first)]).run("x")
+    assert "shell" in offered[-1] and not first.is_deferred("shell")
+    assert second.is_deferred("shell")  # the other session's view did not change
+    assert "shell" not in {s.name for s in second.specs()}
+    await first.aclose()
+    await second.aclose()
+
+
+async def test_aclose_closes_only_a_session_it_made(registry: ToolRegistry) -> None:
+    own = OctosToolset(registry)
+    given = ToolSession(registry)
+    borrowed = OctosToolset(given)
+    await own.aclose()
+    await borrowed.aclose()
+    result = await given.call("read_file", {"path": "notes.txt"})
+    assert result.success  # the given session and the registry still work
+    await given.aclose()

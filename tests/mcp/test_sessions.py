@@ -100,3 +100,22 @@ def test_elicitation_form_for_a_plain_prompt() -> None:
     assert message == "Proceed?"
     assert schema["required"] == ["answer"]
     assert asked == {"answer": "Proceed?"}
+
+
+async def test_view_image_reaches_the_host_as_image_content(workspace: Path) -> None:
+    import base64
+
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    (workspace / "dot.png").write_bytes(png)
+    registry = build_registry(None, workspace)
+    if "view_image" not in registry:
+        pytest.skip("view_image needs the image extra (Pillow)")
+    async with Client(OctosMcpServer(registry).server, mode="legacy") as client:
+        result = await client.call_tool("view_image", {"path": "dot.png"})  # deferred: by name
+        assert not result.is_error, result.content
+        images = [b for b in result.content if isinstance(b, types.ImageContent)]
+        assert len(images) == 1 and images[0].mime_type.startswith("image/")
+        assert base64.b64decode(images[0].data)[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0")
+    await registry.aclose()

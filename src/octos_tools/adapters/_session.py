@@ -2,10 +2,10 @@
 
 The adapters list the session's visible specs before each model request and run every call
 through :meth:`ToolSession.call` (the one call path: policy, deferral, size check, validation
-once, timeout, output cap, redaction). This module hides the differences between session
-versions (``specs()`` / ``activate()`` on the session, or the registry's own methods) and
-holds the rules the adapters share: which failures are worth a retry, and the text a model
-sees for a failed result.
+once, timeout, output cap, redaction). Each session has its own activation, deferral and LRU
+state over a shared registry. This module holds what the adapters share: turning a registry
+into a session, reading its view, and the rules for failures (which are worth a retry, the
+text a model sees).
 """
 
 from __future__ import annotations
@@ -74,43 +74,27 @@ def as_session(source: ToolSession | ToolRegistry) -> ToolSession:
 
 
 def listed_specs(session: ToolSession, *, request: bool) -> list[ToolSpec]:
-    """The specs the model sees now.
+    """The specs the model sees now (read-only; the session's cached list).
 
     Args:
         session: the session.
         request: ``True`` right before a model request: the session's housekeeping runs
-            (LRU tick and eviction, :meth:`ToolSession.before_model_request`); ``False``
-            for a pure read.
+            (:meth:`ToolSession.before_model_request`: LRU tick and eviction); ``False``
+            for a pure read (:meth:`ToolSession.specs`).
     """
-    if request:
-        return list(session.before_model_request())
-    specs = getattr(session, "specs", None)
-    if callable(specs):
-        return list(specs())
-    return list(session.current_specs())
+    return session.before_model_request() if request else session.specs()
 
 
 def deferred_names(session: ToolSession) -> list[str]:
     """The names deferred in ``session`` (one call or one activation away)."""
-    names = getattr(session, "deferred_names", None)
-    if callable(names):
-        return list(names())
-    return session.registry.deferred_names()
+    return session.deferred_names()
 
 
 def activate(session: ToolSession, names: Iterable[str]) -> list[str]:
-    """Activate deferred ``names`` (tool names or groups) in ``session``; returns the tool
-    names activated."""
+    """Activate deferred ``names`` (tool names or groups) in ``session`` only; returns the
+    tool names activated."""
     wanted = list(dict.fromkeys(names))
-    if not wanted:
-        return []
-    method = getattr(session, "activate", None)
-    if callable(method):
-        return list(method(wanted))
-    done: list[str] = []
-    for name in wanted:
-        done.extend(session.registry.activate(name))
-    return done
+    return session.activate(wanted) if wanted else []
 
 
 def failure_text(result: ToolResult) -> str:

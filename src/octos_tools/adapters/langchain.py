@@ -133,7 +133,14 @@ class OctosLangChainTools:
 
     def __init__(self, source: ToolSession | ToolRegistry) -> None:
         self.session = as_session(source)
+        self._owns_session = self.session is not source
         self._cache: dict[tuple[str, str, int], OctosTool] = {}
+
+    async def aclose(self) -> None:
+        """Close the session this object made over a registry (its view of the registry;
+        the registry itself stays open). A session passed in is left to its owner."""
+        if self._owns_session:
+            await self.session.aclose()
 
     def tools(self, *, request: bool = True) -> list[OctosTool]:
         """The tools the session lists now, in its order.
@@ -150,7 +157,7 @@ class OctosLangChainTools:
         for spec in listed_specs(self.session, request=False):
             if spec.name == name:
                 return self._tool(spec)
-        tool = self.session.registry.get(name)
+        tool = self.session.get(name)
         if tool is not None:
             return self._tool(tool.spec_for(self.session.registry))
         return OctosTool(

@@ -19,8 +19,9 @@ Three pieces, each usable alone::
   :meth:`ToolSession.call`, the only validation (``strict_json_schema=False``: our schemas are
   used as they are and are not OpenAI-strict). A failed result is returned as text starting
   ``Error [kind]:``; the SDK has no retry convention, so the model reads it and adapts.
-  Deferred tools are disabled until activated: through ``activate_tools`` (the registry's
-  discovery tool), or by calling one by name, which the SDK reports as "tool not found";
+  Deferred tools are disabled until activated: through the registry's discovery tools
+  (``tool_search`` with ``select:NAME``, ``activate_tools``), or by calling one by name,
+  which the SDK reports as "tool not found";
   :meth:`OctosAgentTools.run_config` sets ``tool_not_found_behavior="return_error_to_model"``
   and a ``tool_error_formatter`` that activates the deferred tool in the session and tells
   the model to call it again (one extra turn). Without that run config the SDK ends the run
@@ -28,13 +29,13 @@ Three pieces, each usable alone::
 * :class:`WorkspaceEditor`: an ``agents.ApplyPatchEditor`` for OpenAI's native
   ``apply_patch`` tool, applying each V4A operation with our patch engine
   (:mod:`octos_tools.builtins.patch`) through :class:`~octos_tools.workspace.Workspace`:
-  paths confined to the workspace (no ``..``, absolute paths, symlinks or ``.git``), each
+  paths confined to the workspace (a path leaving it, a symlink or ``.git`` is refused), each
   operation atomic, encoding, BOM, line endings and final newline of an updated file kept.
 * :class:`ShellExecutor`: a ``ShellTool`` executor running each command with our command
-  runtime (:mod:`octos_tools.builtins.runtime`): ``sh -c`` in the workspace, its own process
-  group killed (SIGTERM, then SIGKILL) on timeout, output capped (head and tail kept),
-  secret-looking and loader-injection environment variables removed, and the octos
-  SafePolicy deny / ask patterns applied.
+  runtime (:mod:`octos_tools.builtins.runtime`): ``sh -c`` in the workspace, everything it
+  started ended on timeout (cgroup kill, else the process-group walk), output capped (head
+  and tail kept), secret-looking and loader-injection environment variables removed, and the
+  octos SafePolicy deny / ask patterns applied.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from agents.tool import ShellCommandRequest, ShellResult
     from agents.tool_context import ToolContext as AgentsToolContext
 
+    from ..builtins.runtime import RunningCommand
     from ..registry import ToolRegistry
     from ..session import ToolSession
     from ..tool import ToolResult, ToolSpec
@@ -80,8 +82,15 @@ class OctosAgentTools:
 
     def __init__(self, source: ToolSession | ToolRegistry) -> None:
         self.session = as_session(source)
+        self._owns_session = self.session is not source
         self._tick_due = True
         self.tools: list[FunctionTool] = [self._function_tool(name) for name in self._names()]
+
+    async def aclose(self) -> None:
+        """Close the session this object made over a registry (its view of the registry;
+        the registry itself stays open). A session passed in is left to its owner."""
+        if self._owns_session:
+            await self.session.aclose()
 
     def _names(self) -> list[str]:
         return list(self.session.registry.names())
@@ -96,7 +105,7 @@ class OctosAgentTools:
     def _function_tool(self, name: str) -> FunctionTool:
         from agents import FunctionTool
 
-        tool = self.session.registry.get(name)
+        tool = self.session.get(name)
         assert tool is not None
         spec = tool.spec_for(self.session.registry)
 
@@ -109,7 +118,7 @@ class OctosAgentTools:
             listed = self.visible_specs().get(name)
             if listed is None:
                 return False
-            # descriptions may follow the session's state (activate_tools lists the deferred)
+            # descriptions may follow the session's state (a discovery tool listing the deferred)
             function_tool.description = listed.description
             return True
 
@@ -281,10 +290,12 @@ class ShellExecutor:
     """An ``agents.ShellTool`` executor running commands with our command runtime.
 
     Each command of the call runs as ``sh -c`` in the workspace root with
-    :func:`octos_tools.builtins.runtime.scrubbed_env` (secrets and loader-injection variables
-    removed), in its own process group, stdout and stderr captured together (the order a
-    terminal shows) into ``stdout``. Commands run one after another; after a timeout the
-    remaining ones are not started.
+    :func:`octos_tools.builtins.runtime.command_env` (secrets and loader-injection variables
+    removed, pagers and prompts off), in its own process group (and cgroup where cgroup v2 is
+    writable), ended as a whole at its timeout; stdout and stderr are captured together (the
+    order a terminal shows, control sequences cleaned) into ``stdout``. Commands run one
+    after another; after a timeout the remaining ones are not started. Processes a command
+    left running in the background are ended by :meth:`aclose`.
 
     Args:
         workspace: a :class:`~octos_tools.workspace.Workspace`, a session or registry (its
@@ -318,7 +329,7 @@ class ShellExecutor:
         self.max_output_bytes = max_output_bytes
         self.safe_policy = safe_policy
         self.approve = approve
-        self._leftovers: list[Any] = []
+        self._leftovers: list[RunningCommand] = []
 
     async def __call__(self, request: ShellCommandRequest) -> ShellResult:
         """Run ``request.data.action.commands`` in order."""
@@ -392,14 +403,13 @@ class ShellExecutor:
     ) -> tuple[str, int | None, bool, float]:
         import asyncio
 
-        from ..builtins import runtime
+        from ..builtins.runtime import OutputCapture, RunningCommand, command_env
 
-        make_env = getattr(runtime, "command_env", None) or runtime.scrubbed_env
-        capture = runtime.OutputCapture(limit)
+        capture = OutputCapture(limit)
         started = time.monotonic()
         try:
-            proc = await runtime.RunningCommand.start(
-                command, cwd=Path(self.workspace.root), env=make_env(), capture=capture
+            proc = await RunningCommand.start(
+                command, cwd=Path(self.workspace.root), env=command_env(), capture=capture
             )
         except ToolError as exc:
             return f"Error [{exc.kind.value}]: {exc.message}", None, False, 0.0
@@ -408,18 +418,15 @@ class ShellExecutor:
             if not exited:
                 await proc.kill("timeout")
         finally:
-            if proc.running or getattr(proc, "output_open", False):
+            if proc.running or proc.output_open:
                 await asyncio.shield(proc.kill("cancelled"))
-        release = getattr(proc, "release", None)
-        if exited and callable(release) and release():
+        if exited and proc.release():
             self._leftovers.append(proc)  # background children still running: aclose()
         return capture.render(limit), proc.returncode, not exited, time.monotonic() - started
 
     async def aclose(self) -> None:
-        """End what the commands left running in the background (``cmd &``), if the runtime
-        tracks it; call when the agent is done."""
+        """End what the commands left running in the background (``cmd &``: the runtime
+        keeps such processes in the command's cgroup); call when the agent is done."""
         leftovers, self._leftovers = self._leftovers, []
         for proc in leftovers:
-            reap = getattr(proc, "reap_leftovers", None)
-            if callable(reap):
-                await reap()
+            await proc.reap_leftovers()

@@ -26,9 +26,9 @@ What the toolset guarantees (pydantic-ai's toolset API: ``pydantic_ai.toolsets.A
   ``policy_denied``), so the model reads it and adapts.
 * **Deferred tools.** pydantic-ai refuses a call to a name it was not offered before any
   toolset sees it (``Unknown tool name``). So a deferred tool becomes callable in two ways:
-  through the registry's discovery tool ``activate_tools`` (listed whenever something is
-  deferred), or by calling it by name: the toolset then finds that call in the model's last
-  response at the next step, activates the tool in the session (as a call through
+  through the registry's discovery tools (``tool_search`` with ``select:NAME``, or
+  ``activate_tools``), or by calling it by name: the toolset then finds that call in the
+  model's last response at the next step, activates the tool in the session (as a call through
   :meth:`ToolSession.call` would) and lists it, so the model's next attempt succeeds. The
   direct call therefore costs one extra model turn. pydantic-ai's own ``defer_loading`` /
   tool-search machinery is not used: deferral stays ours, in the session.
@@ -137,10 +137,17 @@ class OctosToolset(AbstractToolset[Any]):
         raise_tool_failed: bool = False,
     ) -> None:
         self.session = as_session(source)
+        self._owns_session = self.session is not source
         self.max_retries = max_retries
         self.raise_tool_failed = raise_tool_failed
         self._id = id
         self._step: int | None = None
+
+    async def aclose(self) -> None:
+        """Close the session this object made over a registry (its view of the registry;
+        the registry itself stays open). A session passed in is left to its owner."""
+        if self._owns_session:
+            await self.session.aclose()
 
     @property
     def id(self) -> str | None:

@@ -11,7 +11,7 @@ saying that no channel is attached, instead of pretending a person answered.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -20,7 +20,6 @@ from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..typed import ToolArgs, TypedTool
-from ._schema import lean_schema
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -41,16 +40,6 @@ PLAN_STATUSES = ("pending", "in_progress", "completed")
 _MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
-class _LeanSchema:
-    """Mixin: the generated schema with ``anyOf [X, null]`` shown as ``X``."""
-
-    input_schema: ClassVar[JSONObject]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.input_schema = lean_schema(cls.input_schema)
-
-
 class PlanStep(ToolArgs):
     """One step of a plan."""
 
@@ -58,7 +47,7 @@ class PlanStep(ToolArgs):
     status: Literal["pending", "in_progress", "completed"]
 
 
-class UpdatePlanTool(_LeanSchema, TypedTool):
+class UpdatePlanTool(TypedTool):
     """``update_plan {explanation?, plan: [{step, status}]}`` (Codex ``update_plan``).
 
     At most one step may be ``in_progress``. The plan replaces the previous one in
@@ -127,7 +116,7 @@ class Question(ToolArgs):
     multi_select: bool | None = None
 
 
-class RequestUserInputTool(_LeanSchema, TypedTool):
+class RequestUserInputTool(TypedTool):
     """``request_user_input`` (Codex): ask the person through ``ctx.user_input``.
 
     Accepts Codex's ``questions`` list (each ``{id?, header?, question, options?}``) or a

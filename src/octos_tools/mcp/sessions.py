@@ -142,7 +142,8 @@ class McpSessions:
         evict: let the LRU evict idle tools after each call. Off by default: an MCP server
             sees no model turns.
         hide: names hidden from every session (see :func:`unusable_tools`);
-            ``request_user_input`` is hidden per session unless the client can be asked.
+            ``request_user_input`` is hidden per session unless the client can be asked,
+            and listed (activated if deferred) when it can.
 
     Attributes:
         live: the sessions being followed for ``list_changed``.
@@ -186,6 +187,8 @@ class McpSessions:
         hidden = set(self.always_hidden)
         if not elicitation:
             hidden.add("request_user_input")
+        elif tools.is_deferred("request_user_input"):
+            tools.activate("request_user_input")  # it works for this client: list it
         tools.hide(hidden)
         session = McpSession(tools, push=push, elicitation=elicitation)
         if keep:

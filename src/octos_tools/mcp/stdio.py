@@ -149,7 +149,8 @@ class CappedLines:
                 self._pending.append(_OVERSIZED)  # the oversized line's place in order
                 self._skipping = None
             else:
-                self._pending.append(bytes(self._buffer))
+                if self._buffer.strip():  # a blank line is no message: skip it quietly
+                    self._pending.append(bytes(self._buffer))
                 self._buffer.clear()
             start = end + 1
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio.to_thread
-from pydantic import ConfigDict
 
 from ...errors import ErrorKind, ToolError
 from ...typed import ToolArgs
@@ -45,23 +44,9 @@ _MAX_DIFF_LINES = 80
 PATH_DESCRIPTION = "Path in the workspace."
 
 
-def _lean_schema(schema: dict[str, Any]) -> None:
-    """Advertise an optional field by its own type: ``anyOf [X, null]`` becomes ``X`` and
-    ``default: null`` goes (null is still accepted: it means absent)."""
-    for prop in schema.get("properties", {}).values():
-        options = prop.get("anyOf")
-        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-            (kept,) = (o for o in options if o != {"type": "null"})
-            del prop["anyOf"]
-            prop.update(kept)
-        if "default" in prop and prop["default"] is None:
-            del prop["default"]
-
-
 class FileArgs(ToolArgs):
-    """Base of the file tools' argument models (optional fields advertised leanly)."""
-
-    model_config = ConfigDict(json_schema_extra=_lean_schema)
+    """Base of the file tools' argument models (the schema is made lean by
+    :func:`~octos_tools.typed.json_schema_of`, as for every typed tool)."""
 
 
 class FileTool(WorkspaceTool):

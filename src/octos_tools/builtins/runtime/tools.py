@@ -17,7 +17,7 @@ import math
 import stat
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -28,7 +28,6 @@ from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
-from .._schema import lean_schema
 from .capture import MIN_OUTPUT_BYTES, OutputCapture
 from .command import RunningCommand
 from .environment import command_env
@@ -86,17 +85,7 @@ def _output_limit(max_output_tokens: int | None, config_cap: int) -> int:
     return max(MIN_OUTPUT_BYTES, min(config_cap, max_output_tokens * BYTES_PER_TOKEN))
 
 
-class _LeanSchema:
-    """Mixin: the generated schema with ``anyOf [X, null]`` shown as ``X``."""
-
-    input_schema: ClassVar[JSONObject]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.input_schema = lean_schema(cls.input_schema)
-
-
-class _CommandTool(_LeanSchema, WorkspaceTool):
+class _CommandTool(WorkspaceTool):
     """Common parts of the cwd-bound command tools (workspace, policy, running).
 
     Args:
@@ -300,7 +289,7 @@ class ExecCommandTool(_CommandTool):
         return session_result(session, text, running, code, self.sessions, self.name)
 
 
-class WriteStdinTool(_LeanSchema, TypedTool):
+class WriteStdinTool(TypedTool):
     """``write_stdin`` (Codex unified exec): send characters to a session, read its new
     output.
 
