@@ -161,7 +161,9 @@ class McpServerConfig(_Model):
         headers: HTTP headers for ``url``.
         timeout_secs: per-call timeout in seconds.
         startup_timeout_secs: how long starting and listing tools may take, in seconds.
-        defer: defer the server's tool group from the first request.
+        defer: defer the server's tool group from the first request (its tools stay one
+            call away; ``tool_search`` finds them). Unset: as ``lifecycle.defer`` (on by
+            default), so mounting servers does not grow the first request.
     """
 
     command: str | None = None
@@ -172,7 +174,7 @@ class McpServerConfig(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_secs: float = Field(60.0, gt=0, le=3600)
     startup_timeout_secs: float = Field(30.0, gt=0, le=600)
-    defer: bool = False
+    defer: bool | None = None
 
     @field_validator("url")
     @classmethod

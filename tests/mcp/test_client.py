@@ -75,7 +75,10 @@ def server_script(tmp_path: Path) -> Path:
 
 
 def _config(script: Path, **extra: Any) -> Config:
-    servers = {"fx": {"command": sys.executable, "args": [str(script)], "timeout_secs": 3}}
+    # listed, so that these tests see the mounted tools (deferral of mounts is tested apart)
+    servers: dict[str, dict[str, Any]] = {
+        "fx": {"command": sys.executable, "args": [str(script)], "timeout_secs": 3, "defer": False}
+    }
     servers["fx"].update(extra.pop("server", {}))
     return Config.from_mapping({"mcp_servers": servers, **extra})
 
@@ -287,3 +290,27 @@ async def test_mount_streamable_http_server(tmp_path: Path) -> None:
             bad = await outer.execute("web1__shout", {"text": 5})
             assert bad.error_kind is ErrorKind.INVALID_ARGUMENTS
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_mounted_servers_follow_lifecycle_defer_unless_their_entry_says(
+    server_script: Path,
+) -> None:
+    script = server_script
+    for lifecycle_defer, entry, expect_deferred in [
+        (True, None, True),
+        (False, None, False),
+        (True, False, False),
+        (False, True, True),
+    ]:
+        server: dict[str, Any] = {"command": sys.executable, "args": [str(script)]}
+        if entry is not None:
+            server["defer"] = entry
+        config = Config.from_mapping(
+            {"mcp_servers": {"fx": server}, "lifecycle": {"defer": lifecycle_defer}}
+        )
+        registry = ToolRegistry()
+        async with mount_mcp_servers(registry, config) as mounts:
+            names = mounts.tools["fx"]
+            assert names
+            assert all(registry.is_deferred(n) for n in names) is expect_deferred

@@ -276,9 +276,18 @@ def mount_mcp_servers(
     root = cwd
     if root is None and registry.workspace is not None:
         root = str(registry.workspace.root)
+    # a server whose entry says nothing about deferral follows lifecycle.defer: mounted
+    # tools are one call away (tool_search finds them), so the first request does not grow
+    # with the servers mounted
+    servers = {
+        name: entry
+        if entry.defer is not None
+        else entry.model_copy(update={"defer": config.lifecycle.defer})
+        for name, entry in config.mcp_servers.items()
+    }
     return McpMounts(
         registry,
-        config.mcp_servers,
+        servers,
         cwd=os.fspath(root) if root is not None else None,
         read_only=config.read_only,
     )
