@@ -13,7 +13,7 @@ the tool list at import time. The jobs live in small modules:
   :mod:`~octos_tools.mcp.auth`): the transports.
 
 ``notifications/tools/list_changed``: a client is told when *its* list changes (a deferred
-tool it called, ``activate_tools``, a mounted server's new tools). Two protocol eras
+tool it called, ``tool_search`` with ``select:``, a mounted server's new tools). Two protocol eras
 coexist in SDK v2: 2025 handshake connections (``initialize``) get the notification pushed
 on their connection; 2026-07-28 clients, which may not be pushed to unasked, get it on a
 ``subscriptions/listen`` stream they opened (the SDK's ``ListenHandler``).
@@ -84,7 +84,8 @@ def server_instructions(workspace: str | None) -> str:
         "returns an error whose text starts 'Error [<kind>]:'; read it and correct the call. "
         "A command that exits non-zero is not an error: its exit code is in the result. "
         "Some tools are not listed, to save context: tool_search finds them; call them by "
-        "name, or activate_tools, and the list changes (notifications/tools/list_changed)."
+        "name, or load them with tool_search 'select:NAME', and the list changes "
+        "(notifications/tools/list_changed)."
     )
 
 
