@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._listeners import Listeners
 from .context import ToolContext
 from .execution import ToolCall, execute_batch
 from .lifecycle import ToolLifecycle
@@ -100,7 +101,7 @@ class ToolSession:
         self.requests = 0
         self.changed = False
         self.evicted: list[str] = []
-        self._listeners: list[Callable[[ToolSession], None]] = []
+        self._listeners: Listeners[ToolSession] = Listeners(logger, "session listener")
         self._last_specs: list[ToolSpec] | None = None
         self._last_view: tuple[tuple[str, str], ...] | None = None
         self._closed = False
@@ -293,19 +294,14 @@ class ToolSession:
         :meth:`specs`: a mutation of the shared registry or a change of this session's own
         state (activation, eviction, hiding). Other sessions' changes do not call it.
         Hosts use it for MCP ``notifications/tools/list_changed``."""
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_listener(self, callback: Callable[[ToolSession], None]) -> None:
         """Undo :meth:`add_listener` (no error if absent)."""
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _fire(self) -> None:
-        for callback in list(self._listeners):
-            try:
-                callback(self)
-            except Exception:
-                logger.exception("session listener failed")
+        self._listeners.fire(self)
 
     # ------------------------------------------------------------------ teardown
 

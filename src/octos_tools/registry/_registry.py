@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._listeners import Listeners
 from ..arguments import MAX_ARGS_SIZE
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
@@ -110,7 +111,7 @@ class ToolRegistry:
         # name -> (tool, its typed Args model or None): what the pipeline validates into
         self._models: dict[str, tuple[Tool, Any]] = {}
         self._version = 0
-        self._listeners: list[Callable[[ToolRegistry], None]] = []
+        self._listeners: Listeners[ToolRegistry] = Listeners(logger, "registry listener")
         self._view = ToolView(
             self, lifecycle if lifecycle is not None else ToolLifecycle(), owner=self
         )
@@ -284,19 +285,14 @@ class ToolRegistry:
         """Call ``callback(registry)`` after every mutation of the registry or change of its
         default view. A session's own activations do not call it: use
         :meth:`~octos_tools.session.ToolSession.add_listener` for those."""
-        self._listeners.append(callback)
+        self._listeners.add(callback)
 
     def remove_listener(self, callback: Callable[[ToolRegistry], None]) -> None:
         """Undo :meth:`add_listener` (no error if absent)."""
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners.remove(callback)
 
     def _fire(self) -> None:
-        for callback in list(self._listeners):
-            try:
-                callback(self)
-            except Exception:
-                logger.exception("registry listener failed")
+        self._listeners.fire(self)
 
     def _mutated(self) -> None:
         self._version += 1
