@@ -786,6 +786,21 @@ async def test_whole_fetch_has_a_deadline(serve: Callable[..., Server]) -> None:
     assert result.error_kind == "timeout"
 
 
+async def test_refusal_of_a_name_says_what_it_resolves_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def fake_getaddrinfo(host: str, port: int, **kw: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("0.0.0.0", port))]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fake_getaddrinfo)
+    with pytest.raises(ToolError) as info:
+        await web.check_host("zero.test", 80, allow_private=False)
+    assert info.value.message.startswith(
+        "refusing to fetch from 'zero.test': it resolves to 0.0.0.0, an unspecified "
+        "(this-network) address; only public addresses are allowed"
+    ), info.value.message
+
+
 @pytest.mark.parametrize(
     ("host", "phrase"),
     [
@@ -804,7 +819,8 @@ async def test_refusal_message_wording(host: str, phrase: str) -> None:
         await web.check_host(host, 80, allow_private=False)
     message = info.value.message
     assert info.value.kind is ErrorKind.NETWORK_REFUSED
-    assert message.startswith(f"refusing to fetch from {host!r}: ")
-    assert f", {phrase}" in message or f": {phrase}" in message
+    shown = ipaddress.ip_address(host)
+    said = "" if str(shown) == host else f"it is {shown}, "
+    assert message.startswith(f"refusing to fetch from {host!r}: {said}{phrase}"), message
     words = message.replace(";", " ").replace(",", " ").split()
     assert not any(a == b for a, b in itertools.pairwise(words)), message

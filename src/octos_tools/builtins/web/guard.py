@@ -268,7 +268,10 @@ async def check_host(
         for ip in addresses:
             reason = blocked_reason(ip)
             if reason is not None and not (allowed is not None and allowed.allows_address(ip)):
-                shown = "" if literal is not None and str(ip) == name else f" resolves to {ip},"
+                if literal is None:
+                    shown = f" it resolves to {ip},"
+                else:  # a literal written another way (2130706433, ::ffff:127.0.0.1)
+                    shown = "" if str(ip) == name else f" it is {ip},"
                 raise ToolError(
                     ErrorKind.NETWORK_REFUSED,
                     f"refusing to fetch from {host!r}:{shown} {_address_phrase(reason)}; "
