@@ -77,7 +77,7 @@ REAL_FILES = [
 async def test_real_python_files_match_ast(rel: str) -> None:
     result = await run(REPO, path=rel)
     assert result.success, result.output
-    data = json.loads(result.output)
+    data = result.structured_metadata
     assert data["path"] == rel and data["language"] == "python"
     source = (REPO / rel).read_text()
     functions, classes = ast_outline(source)
@@ -91,7 +91,7 @@ async def test_real_python_files_match_ast(rel: str) -> None:
 
 
 async def test_this_module_outline() -> None:
-    data = json.loads((await run(REPO, path="src/octos_tools/builtins/code.py")).output)
+    data = (await run(REPO, path="src/octos_tools/builtins/code.py")).structured_metadata
     funcs = {f["name"]: f for f in data["functions"]}
     assert funcs["outline"]["kind"] == "function"
     assert funcs["_outline_dir"]["parent"] == "CodeStructureTool"
@@ -130,7 +130,7 @@ def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 async def test_javascript(tmp_path: Path) -> None:
     (tmp_path / "app.js").write_text(JS)
-    data = json.loads((await run(tmp_path, path="app.js")).output)
+    data = (await run(tmp_path, path="app.js")).structured_metadata
     assert data["language"] == "javascript"
     funcs = by_name(data["functions"])
     assert set(funcs) == {
@@ -167,7 +167,7 @@ export async function load(id: Id): Promise<void> {}
 
 async def test_typescript_and_tsx(tmp_path: Path) -> None:
     (tmp_path / "shapes.ts").write_text(TS)
-    data = json.loads((await run(tmp_path, path="shapes.ts")).output)
+    data = (await run(tmp_path, path="shapes.ts")).structured_metadata
     assert data["language"] == "typescript"
     kinds = {c["name"]: c["kind"] for c in data["classes"]}
     assert kinds == {"Shape": "interface", "Id": "type", "Color": "enum", "Base": "class"}
@@ -180,7 +180,7 @@ async def test_typescript_and_tsx(tmp_path: Path) -> None:
         "export function View(p: {n: number}) { return <div>{p.n}</div>; }\n"
         "export const Item = ({x}: {x: string}) => <li>{x}</li>;\n"
     )
-    tsx = json.loads((await run(tmp_path, path="view.tsx")).output)
+    tsx = (await run(tmp_path, path="view.tsx")).structured_metadata
     assert tsx["language"] == "tsx" and "parse_errors" not in tsx
     assert [f["name"] for f in tsx["functions"]] == ["View", "Item"]
 
@@ -212,7 +212,7 @@ fn main() { fn nested() {} }
 
 async def test_rust(tmp_path: Path) -> None:
     (tmp_path / "lib.rs").write_text(RUST)
-    data = json.loads((await run(tmp_path, path="lib.rs")).output)
+    data = (await run(tmp_path, path="lib.rs")).structured_metadata
     assert data["language"] == "rust"
     assert {c["name"]: c["kind"] for c in data["classes"]} == {
         "Point": "struct",
@@ -257,7 +257,7 @@ func New(x, y float64) *Point { return &Point{x, y} }
 
 async def test_go(tmp_path: Path) -> None:
     (tmp_path / "shapes.go").write_text(GO)
-    data = json.loads((await run(tmp_path, path="shapes.go")).output)
+    data = (await run(tmp_path, path="shapes.go")).structured_metadata
     assert data["language"] == "go"
     assert {c["name"]: c["kind"] for c in data["classes"]} == {
         "Point": "struct",
@@ -286,13 +286,13 @@ async def test_directory_walk(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_bytes(b"x = 1\n" * 200_000)
     (tmp_path / "link.py").symlink_to(tmp_path / "pkg" / "a.py")
     result = await run(tmp_path, path=".")
-    data = json.loads(result.output)
+    data = result.structured_metadata
     assert [f["path"] for f in data["files"]] == ["z.rs", "pkg/a.py", "pkg/sub/b.go"]
     assert data["skipped"][0]["path"] == "big.py" and "1 MiB" in data["skipped"][0]["reason"]
     assert "hidden" not in result.output
-    only_go = json.loads((await run(tmp_path, path=".", language="go")).output)
+    only_go = (await run(tmp_path, path=".", language="go")).structured_metadata
     assert [f["path"] for f in only_go["files"]] == ["pkg/sub/b.go"]
-    sub = json.loads((await run(tmp_path, path="pkg")).output)
+    sub = (await run(tmp_path, path="pkg")).structured_metadata
     assert [f["path"] for f in sub["files"]] == ["pkg/a.py", "pkg/sub/b.go"]
 
 
@@ -300,9 +300,14 @@ async def test_directory_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(code, "MAX_FILES", 3)
     for i in range(5):
         (tmp_path / f"m{i}.py").write_text(f"def f{i}(): pass\n")
-    data = json.loads((await run(tmp_path, path=".")).output)
+    result = await run(tmp_path, path=".")
+    data = result.structured_metadata
     assert len(data["files"]) == 3 and "stopped at 3 files" in data["truncated"]
     assert data["left_out"] == 2 and data["left_out_folders"] == ["."]
+    blocks = result.output.split("\n\n")
+    assert blocks[:3] == [f"m{i}.py (python, 1 line)\n  function f{i} (line 1)" for i in range(3)]
+    assert blocks[3].startswith("[truncated: stopped at 3 files: 2 more source files")
+    assert blocks[3].endswith("left_out: 2; left_out_folders: .]") and len(blocks) == 4
 
 
 async def test_whole_folder_stays_under_the_output_cap_as_valid_json(tmp_path: Path) -> None:
@@ -321,7 +326,9 @@ async def test_whole_folder_stays_under_the_output_cap_as_valid_json(tmp_path: P
     result = await reg.execute("code_structure", {"path": "."})
     assert result.success
     assert len(result.output.encode()) <= code.MAX_DIR_OUTPUT_BYTES
-    data = json.loads(result.output)  # not cut by the registry
+    data = result.structured_metadata
+    assert "[truncated:" in result.output.splitlines()[-1]  # not cut by the registry
+    assert f"left_out: {data['left_out']}" in result.output
     listed = len(data["files"])
     assert 0 < listed < 60 and data["left_out"] == 60 - listed
     assert "narrow 'path'" in data["truncated"] and f"{60 - listed} more" in data["truncated"]
@@ -336,7 +343,7 @@ async def test_binary_file_refused_even_with_language(tmp_path: Path) -> None:
     assert forced.error_kind == "binary_file", forced.output
     assert (await run(tmp_path, path="fake.py")).error_kind == "binary_file"
     (tmp_path / "ok.py").write_text("def g(): pass\n")
-    folder = json.loads((await run(tmp_path, path=".")).output)
+    folder = (await run(tmp_path, path=".")).structured_metadata
     assert [f["path"] for f in folder["files"]] == ["ok.py"]
     assert folder["skipped"][0]["path"] == "fake.py" and "binary" in folder["skipped"][0]["reason"]
 
@@ -360,7 +367,7 @@ async def test_refusals(tmp_path: Path) -> None:
     (tmp_path / "script").write_text("def f(): pass\n")
     unknown = await run(tmp_path, path="script")
     assert unknown.error_kind == "invalid_arguments" and "language" in unknown.output
-    forced = json.loads((await run(tmp_path, path="script", language="python")).output)
+    forced = (await run(tmp_path, path="script", language="python")).structured_metadata
     assert forced["functions"][0]["name"] == "f"
     assert (await run(tmp_path, path="../x.py")).error_kind == "path_outside_workspace"
     assert (await run(tmp_path, path="missing.py")).error_kind == "not_found"
@@ -370,7 +377,7 @@ async def test_refusals(tmp_path: Path) -> None:
 
 async def test_broken_source_is_flagged_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text("def ok():\n    pass\n\ndef broken(:\n")
-    data = json.loads((await run(tmp_path, path="bad.py")).output)
+    data = (await run(tmp_path, path="bad.py")).structured_metadata
     assert data["parse_errors"] is True and data["functions"][0]["name"] == "ok"
 
 
@@ -406,7 +413,7 @@ async def test_through_registry(tmp_path: Path) -> None:
     tool = reg.get("code_structure")
     assert tool is not None and tool.cwd_bound and tool.tags == ("code", "search")
     ok = await reg.execute("code_structure", '{"path": "m.py"}')
-    data = json.loads(ok.output)
+    data = ok.structured_metadata
     assert data["functions"] == [
         {"name": "m", "kind": "method", "line": 4, "end_line": 4, "parent": "A"}
     ]
@@ -414,13 +421,46 @@ async def test_through_registry(tmp_path: Path) -> None:
     assert bad.error_kind == "invalid_arguments"
 
 
-async def test_output_is_compact_json() -> None:
-    # pretty-printing cost ~40 % more bytes (tokens) and pushed folder outlines past the
-    # output cap, where the registry's head+tail cut leaves broken JSON
-    result = await run(REPO, path="src/octos_tools/builtins")
-    data = json.loads(result.output)
-    assert "\n" not in result.output and len(data["files"]) > 5
-    assert len(result.output) < 0.7 * len(json.dumps(data, indent=2, ensure_ascii=False))
+async def test_output_is_readable_text_with_json_in_metadata(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import os\nLIMIT = 3\n\nclass A:\n    def m(self):\n        pass\n\n"
+        "    class B:\n        def n(self): ...\n\ndef f():\n    return 1\n"
+    )
+    (tmp_path / "b.py").write_text("def broken(:\n")
+    (tmp_path / "s.rs").write_text(
+        "struct P;\nimpl fmt::Display for Q {\n    fn fmt(&self) {}\n}\n"
+    )
+    result = await run(tmp_path, path="m.py")
+    assert result.output == (
+        "m.py (python, 12 lines)\n"
+        "  imports (1):\n"
+        "    import os (line 1)\n"
+        "  const LIMIT (line 2)\n"
+        "  class A (lines 4-9)\n"
+        "    method m (lines 5-6)\n"
+        "    class B (lines 8-9)\n"
+        "      method n (line 9)\n"
+        "  function f (lines 11-12)"
+    )
+    assert result.structured_metadata["classes"][1] == {
+        "name": "B",
+        "kind": "class",
+        "line": 8,
+        "end_line": 9,
+        "parent": "A",
+    }
+    rust = await run(tmp_path, path="s.rs")
+    assert rust.output.splitlines()[1:] == [
+        "  struct P (line 1)",
+        "  methods of Q:",
+        "    method fmt (line 3)",
+    ]
+    broken = await run(tmp_path, path="b.py")
+    assert "parse errors: outline may be incomplete" in broken.output.splitlines()[0]
+    folder = await run(REPO, path="src/octos_tools/builtins")
+    data = folder.structured_metadata
+    assert len(data["files"]) > 5 and not folder.output.startswith("{")
+    assert len(folder.output) < len(json.dumps(data, separators=(",", ":")))
 
 
 async def test_trailing_slash_on_a_file_is_not_a_directory(tmp_path: Path) -> None:
@@ -437,4 +477,4 @@ async def test_arguments_are_typed(tmp_path: Path) -> None:
     missing = await run(tmp_path, file="m.py")
     assert missing.error_kind is not None and "missing required field 'path'" in missing.output
     as_null = await run(tmp_path, path="m.py", language=None)  # null = absent
-    assert as_null.success and json.loads(as_null.output)["functions"][0]["name"] == "f"
+    assert as_null.success and as_null.structured_metadata["functions"][0]["name"] == "f"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -84,14 +83,44 @@ async def test_status(repo: Path) -> None:
     sh(repo, "mv", "src/m.py", "src/renamed.py")  # staged rename
     result = await run(repo, command="status")
     assert result.success, result.output
-    data = json.loads(result.output)
+    data = result.structured_metadata
     assert data["branch"] == "main"
     assert data["modified"] == ["a.txt"]
     assert "new.txt" in data["staged"] and "src/m.py -> src/renamed.py" in data["staged"]
     assert data["untracked"] == ["untracked.txt"]
     assert data["conflicted"] == []
+    lines = result.output.splitlines()
+    assert lines[0] == "## main"
+    assert sorted(lines[1:]) == sorted(
+        [" M a.txt", "A  new.txt", "R  src/m.py -> src/renamed.py", "?? untracked.txt"]
+    )
     clean = await run(repo, command="status", path="src")
-    assert json.loads(clean.output)["modified"] == []
+    assert clean.structured_metadata["modified"] == []
+    assert clean.output.startswith("## main\n") and "a.txt" not in clean.output
+    sh(repo, "commit", "-q", "-am", "tidy")
+    (repo / "untracked.txt").unlink()
+    tidy = await run(repo, command="status")
+    assert tidy.output == "## main\n(clean: no changes)"
+    sh(repo, "checkout", "-q", "--detach", "HEAD")
+    detached = await run(repo, command="status")
+    head = sh(repo, "rev-parse", "HEAD").strip()[:12]
+    assert detached.output.splitlines()[0] == f"## HEAD (detached at {head})"
+    assert detached.structured_metadata["branch"] is None
+    assert detached.structured_metadata["head"] == head
+
+
+async def test_status_lists_are_bounded_in_text_and_metadata(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_module, "MAX_STATUS_ENTRIES", 3)
+    for i in range(5):
+        (repo / f"u{i}.txt").write_text("u\n")
+    result = await run(repo, command="status")
+    lines = result.output.splitlines()
+    assert lines[1:4] == ["?? u0.txt", "?? u1.txt", "?? u2.txt"] and len(lines) == 5
+    assert "2 more entries left out" in lines[4]
+    assert result.structured_metadata["untracked"] == ["u0.txt", "u1.txt", "u2.txt"]
+    assert "truncated" in result.structured_metadata
 
 
 async def test_diff_never_rewrites_the_index_of_a_stat_dirty_file(repo: Path) -> None:
@@ -109,14 +138,14 @@ async def test_diff_never_rewrites_the_index_of_a_stat_dirty_file(repo: Path) ->
     assert (index.stat().st_mtime_ns, index.read_bytes()) == before
 
 
-async def test_json_outputs_are_compact(repo: Path) -> None:
+async def test_outputs_are_readable_text_not_json(repo: Path) -> None:
     (repo / "a.txt").write_text("changed\n")
-    for command in ("status", "log"):
+    for command in ("status", "log", "show"):
         result = await run(repo, command=command)
-        assert result.success and "\n" not in result.output, result.output
-        assert result.output == json.dumps(
-            json.loads(result.output), ensure_ascii=False, separators=(",", ":")
-        )
+        assert result.success, result.output
+        assert not result.output.lstrip().startswith(("{", "[")), result.output
+        assert '":' not in result.output.split("\ndiff --git")[0], result.output
+        assert result.structured_metadata
 
 
 async def test_show_cuts_a_long_diff_with_a_note(
@@ -124,8 +153,9 @@ async def test_show_cuts_a_long_diff_with_a_note(
 ) -> None:
     monkeypatch.setattr(git_module, "MAX_SHOW_DIFF_CHARS", 40)
     result = await run(repo, command="show")
-    header, _, diff = result.output.partition("\n\n")
-    assert json.loads(header)["diff_truncated"] is True
+    assert result.structured_metadata["diff_truncated"] is True
+    _, _, diff = result.output.partition("\n\ndiff --git")
+    diff = "diff --git" + diff
     assert diff.startswith("diff --git a/src/m.py")
     assert "diff cut at 40 characters" in diff and "'path'" in diff
 
@@ -153,7 +183,7 @@ async def test_diff(repo: Path) -> None:
 
 async def test_log(repo: Path) -> None:
     result = await run(repo, command="log")
-    commits = json.loads(result.output)
+    commits = result.structured_metadata["commits"]
     assert [c["message"] for c in commits] == [
         "third",
         "second: shout two\n\nWith a body line.",
@@ -162,27 +192,47 @@ async def test_log(repo: Path) -> None:
     assert all(re.fullmatch(r"[0-9a-f]{12}", c["hash"]) for c in commits)
     assert commits[1]["author"] == "Grace Hopper"
     assert re.match(r"\d{4}-\d\d-\d\dT", commits[0]["date"])
-    assert len(json.loads((await run(repo, command="log", count=1)).output)) == 1
-    by_path = json.loads((await run(repo, command="log", path="a.txt")).output)
+    lines = result.output.splitlines()
+    assert len(lines) == 3
+    for line, c in zip(lines, commits, strict=True):
+        subject = c["message"].split("\n")[0]
+        assert line == f"{c['hash']} {c['date'][:10]} {c['author']}: {subject}"
+    assert re.fullmatch(r"[0-9a-f]{12} \d{4}-\d\d-\d\d Grace Hopper: second: shout two", lines[1])
+    assert "With a body line." not in result.output
+    one = await run(repo, command="log", count=1)
+    assert len(one.output.splitlines()) == 1 and len(one.structured_metadata["commits"]) == 1
+    by_path = (await run(repo, command="log", path="a.txt")).structured_metadata["commits"]
     assert [c["message"].split("\n")[0] for c in by_path] == ["second: shout two", "first commit"]
-    older = json.loads((await run(repo, command="log", revision="HEAD~1")).output)
-    assert older[0]["message"].startswith("second")
+    older = await run(repo, command="log", revision="HEAD~1")
+    assert older.output.splitlines()[0].endswith(": second: shout two")
 
 
 async def test_log_of_empty_repository(tmp_path: Path) -> None:
     sh(tmp_path, "init", "-q")
     result = await run(tmp_path, command="log")
-    assert result.success and json.loads(result.output) == []
+    assert result.success and result.output == "No commits yet."
+    assert result.structured_metadata == {"commits": []}
 
 
 def show_parts(result: ToolResult) -> tuple[dict[str, Any], str]:
-    """``show`` output: a compact JSON line, then (after a blank line) the diff text."""
+    """``show`` output: a readable header (``commit``, ``Author:``, ``Date:``, the indented
+    message, ``<status> <path>`` lines), then (after a blank line) the diff text; the
+    metadata holds the same data."""
     assert result.success, result.output
-    header, _, diff = result.output.partition("\n\n")
-    data = json.loads(header)
-    assert "\n" not in header and "diff" not in data
-    assert result.structured_metadata == {**data, "diff": result.structured_metadata["diff"]}
-    return {**data, "diff": diff}, diff
+    data = dict(result.structured_metadata)
+    header, sep, rest = result.output.partition("\n\ndiff --git")
+    diff = "diff --git" + rest if sep else ""
+    lines = header.splitlines()
+    assert lines[0] == f"commit {data['hash']}"
+    assert lines[1] == f"Author: {data['author']} <{data['email']}>"
+    assert lines[2] == f"Date:   {data['date']}"
+    for line in str(data["message"]).splitlines():
+        assert f"    {line}".rstrip() in lines
+    for f in data["files"]:
+        path = f"{f['from']} -> {f['path']}" if "from" in f else f["path"]
+        assert f"{f['status']} {path}" in lines
+    assert data["diff"].rstrip("\n") == diff.rstrip("\n")
+    return data, diff
 
 
 async def test_show(repo: Path) -> None:
@@ -394,11 +444,11 @@ async def test_workspace_inside_repository_is_scoped(repo: Path) -> None:
     (repo / "a.txt").write_text("outside the workspace\n")
     (repo / "src" / "m.py").write_text("x = 3\n")
     sub = repo / "src"
-    status = json.loads((await run(sub, command="status")).output)
+    status = (await run(sub, command="status")).structured_metadata
     assert status["modified"] == ["m.py"] or status["modified"] == ["src/m.py"]
     diff = await run(sub, command="diff")
     assert "x = 3" in diff.output and "outside the workspace" not in diff.output
-    log = json.loads((await run(sub, command="log")).output)
+    log = (await run(sub, command="log")).structured_metadata["commits"]
     assert [c["message"] for c in log] == ["third", "first commit"]
 
 
@@ -411,7 +461,8 @@ async def test_through_registry(repo: Path) -> None:
     tool = reg.get("git")
     assert tool is not None and tool.cwd_bound and tool.tags == ("code", "search")
     ok = await reg.execute("git", '{"command": "log", "count": 2}')
-    assert ok.success and len(json.loads(ok.output)) == 2
+    assert ok.success and len(ok.output.splitlines()) == 2
+    assert len(ok.structured_metadata["commits"]) == 2
     bad = await reg.execute("git", {"command": "push"})
     assert bad.error_kind == "invalid_arguments"
     other = Workspace(repo / "src")
@@ -436,7 +487,7 @@ async def test_subfolder_workspace_hides_commits_and_files_outside(tmp_path: Pat
     moved = commit(root, "move a file in")
     ws = root / "ws"
 
-    log = json.loads((await run(ws, command="log")).output)
+    log = (await run(ws, command="log")).structured_metadata["commits"]
     assert [c["message"] for c in log] == ["move a file in", "both sides"]
     assert "classified" not in (await run(ws, command="log", revision=outside)).output
 
@@ -519,6 +570,6 @@ async def test_arguments_are_typed(repo: Path) -> None:
     assert wrong.error_kind is not None and wrong.error_kind.value == "invalid_arguments"
     assert "count" in wrong.output
     integral = await run(repo, command="log", count=2.0)
-    assert integral.success and len(json.loads(integral.output)) == 2
+    assert integral.success and len(integral.structured_metadata["commits"]) == 2
     unknown = await run(repo, command="push")
     assert unknown.error_kind is not None and unknown.error_kind.value == "invalid_arguments"

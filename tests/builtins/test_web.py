@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import ipaddress
+import itertools
 import json
 import socket
 import sys
@@ -29,7 +30,7 @@ from octos_tools.builtins.web import (
 )
 from octos_tools.config import Config, WebConfig
 from octos_tools.context import ToolContext
-from octos_tools.errors import ToolError
+from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.tool import Tool, ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -783,3 +784,43 @@ async def test_whole_fetch_has_a_deadline(serve: Callable[..., Server]) -> None:
         fetcher(allow_private_hosts=True, timeout_secs=0.5), {"url": srv.url("/slow")}
     )
     assert result.error_kind == "timeout"
+
+
+async def test_refusal_of_a_name_says_what_it_resolves_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def fake_getaddrinfo(host: str, port: int, **kw: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("0.0.0.0", port))]
+
+    monkeypatch.setattr(anyio, "getaddrinfo", fake_getaddrinfo)
+    with pytest.raises(ToolError) as info:
+        await web.check_host("zero.test", 80, allow_private=False)
+    assert info.value.message.startswith(
+        "refusing to fetch from 'zero.test': it resolves to 0.0.0.0, an unspecified "
+        "(this-network) address; only public addresses are allowed"
+    ), info.value.message
+
+
+@pytest.mark.parametrize(
+    ("host", "phrase"),
+    [
+        ("0.0.0.0", "an unspecified (this-network) address;"),
+        ("::ffff:127.0.0.1", "an IPv6 address embedding a loopback IPv4 address;"),
+        ("::ffff:0.0.0.1", "an IPv6 address embedding an unspecified (this-network) IPv4 address;"),
+        ("fd00::1", "a unique-local address;"),
+        ("10.0.0.1", "a private address;"),
+        ("2001:10::1", "an ORCHID address;"),
+        ("::1:0:0:0:1", "an IETF-reserved (::/8) address;"),
+        ("127.0.0.1", "a loopback address;"),
+    ],
+)
+async def test_refusal_message_wording(host: str, phrase: str) -> None:
+    with pytest.raises(ToolError) as info:
+        await web.check_host(host, 80, allow_private=False)
+    message = info.value.message
+    assert info.value.kind is ErrorKind.NETWORK_REFUSED
+    shown = ipaddress.ip_address(host)
+    said = "" if str(shown) == host else f"it is {shown}, "
+    assert message.startswith(f"refusing to fetch from {host!r}: {said}{phrase}"), message
+    words = message.replace(";", " ").replace(",", " ").split()
+    assert not any(a == b for a, b in itertools.pairwise(words)), message

@@ -2,13 +2,17 @@
 
 ``code_structure {path, language?}`` parses a file with tree-sitter and lists its functions
 (and methods, with their class / impl / receiver), classes (and structs, enums, traits,
-interfaces, type aliases), imports and constants, each with 1-based line numbers, as compact
-JSON. A directory gives each supported file under it (hidden folders, ``node_modules``,
-``target``, ``__pycache__`` and virtualenvs skipped; at most :data:`MAX_FILES` files and
-about :data:`MAX_DIR_OUTPUT_BYTES` bytes of output, below the registry's 50 000-byte output
-cap, whose head+tail cut would leave broken JSON: past the budget no more files are added,
-and ``truncated`` / ``left_out`` / ``left_out_folders`` say how many were left out and
-where, so the model can narrow ``path`` or set ``language``).
+interfaces, type aliases), imports and constants, each with 1-based line numbers, as
+readable text (:func:`render_outline`: per file ``path (language, N lines)``, then indented
+``class Name (lines a-b)`` with its methods below it, ``function name (lines a-b)``, …);
+``structured_metadata`` holds the same outline as JSON. A directory gives each supported
+file under it (hidden folders, ``node_modules``, ``target``, ``__pycache__`` and
+virtualenvs skipped; at most :data:`MAX_FILES` files and
+about :data:`MAX_DIR_OUTPUT_BYTES` bytes of compact JSON outline (the text is shorter),
+below the registry's 50 000-byte output cap, whose head+tail cut would lose the middle:
+past the budget no more files are added, and ``truncated`` / ``left_out`` /
+``left_out_folders`` (in the metadata, and in the text's last line) say how many were left
+out and where, so the model can narrow ``path`` or set ``language``).
 
 Grammars come from ``tree-sitter-language-pack==0.13.0``, whose wheel bundles compiled
 grammars (the 1.x line downloads them at run time, which is not acceptable here). Supported:
@@ -62,6 +66,7 @@ __all__ = [
     "CodeStructureTool",
     "outline",
     "register",
+    "render_outline",
 ]
 
 #: Largest file parsed, in bytes (octos's limit: 1 MiB).
@@ -373,7 +378,7 @@ class CodeStructureTool(WorkspaceTool):
     name = "code_structure"
     title = "Code structure"
     description = (
-        "Outline source files as JSON: functions, classes, imports, constants with line "
+        "Outline source files: functions, classes, imports, constants with line "
         "numbers. Python, JS, TS, Rust, Go. `path`: a file or a folder."
     )
 
@@ -389,9 +394,8 @@ class CodeStructureTool(WorkspaceTool):
         path = args.path
         language = args.language
         data = await anyio.to_thread.run_sync(self._outline_path, ws, path, language)
-        # compact JSON: indentation roughly doubled a folder outline and pushed it past the
-        # output cap, where the head+tail cut left the model broken JSON
-        return ToolResult.ok(_compact(data), structured_metadata=data)
+        # readable outline text for the model; the JSON outline stays in the metadata
+        return ToolResult.ok(render_outline(data), structured_metadata=data)
 
     def _outline_path(self, ws: Workspace, path: str, language: str | None) -> JSONObject:
         rel = ws.relpath(path)
@@ -459,6 +463,82 @@ class CodeStructureTool(WorkspaceTool):
             data["left_out"] = left_out
             data["left_out_folders"] = list(left_folders)[:20]
         return data
+
+
+def _lines(entry: JSONObject) -> str:
+    line, end = entry.get("line"), entry.get("end_line", entry.get("line"))
+    return f"(line {line})" if end == line else f"(lines {line}-{end})"
+
+
+def _render_file(data: JSONObject) -> list[str]:
+    """One file's outline: a ``path (language, N lines)`` header, then imports, constants,
+    classes with their methods indented below them, and functions, in line order."""
+    note = ", parse errors: outline may be incomplete" if data.get("parse_errors") else ""
+    count = f"{data['lines']} line" + ("" if data["lines"] == 1 else "s")
+    out = [f"{data['path']} ({data['language']}, {count}{note})"]
+    imports = _list(data.get("imports"))
+    if imports:
+        out.append(f"  imports ({len(imports)}):")
+        out += [f"    {e['text']} {_lines(e)}" for e in imports]
+    items: list[JSONObject] = [{**e, "kind": "const"} for e in _list(data.get("constants"))]
+    items += _list(data.get("classes")) + _list(data.get("functions"))
+    children: dict[str, list[JSONObject]] = {}
+    top: list[JSONObject] = []
+    class_names = {str(e["name"]) for e in _list(data.get("classes"))}
+    for e in items:
+        parent = e.get("parent")
+        if parent is None:
+            top.append(e)
+        else:
+            children.setdefault(str(parent), []).append(e)
+    for owner, members in children.items():  # methods of a type declared elsewhere
+        if owner not in class_names:
+            first = min(int(m["line"]) for m in members)
+            top.append({"kind": "impl", "name": owner, "line": first, "end_line": first})
+    shown: set[str] = set()
+
+    def emit(entries: list[JSONObject], depth: int) -> None:
+        for e in sorted(entries, key=lambda x: int(x["line"])):
+            name = str(e["name"])
+            if e["kind"] == "impl":
+                out.append(f"{'  ' * depth}methods of {name}:")
+            else:
+                out.append(f"{'  ' * depth}{e['kind']} {name} {_lines(e)}")
+            if e["kind"] != "const" and e["kind"] not in ("function", "method"):
+                if name in children and name not in shown:
+                    shown.add(name)
+                    emit(children[name], depth + 1)
+
+    emit(top, 1)
+    return out
+
+
+def _list(value: Any) -> list[JSONObject]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def render_outline(data: JSONObject) -> str:
+    """The text ``code_structure`` answers with, from its JSON outline (one file's
+    :func:`outline` plus ``path``, or a folder's ``{path, files, skipped?, truncated?,
+    left_out?, left_out_folders?}``): per file a ``path (language, N lines)`` line, then
+    indented ``imports``, ``const NAME (line n)``, ``class Name (lines a-b)`` with its
+    methods one level deeper, ``function name (lines a-b)``."""
+    if "files" not in data:
+        return "\n".join(_render_file(data))
+    files = _list(data.get("files"))
+    blocks = ["\n".join(_render_file(f)) for f in files]
+    if not files:
+        blocks.append(f"{data['path']}: no supported source files")
+    skipped = _list(data.get("skipped"))
+    if skipped:
+        blocks.append("skipped:\n" + "\n".join(f"  {e['path']}: {e['reason']}" for e in skipped))
+    if data.get("truncated"):
+        folders = ", ".join(str(f) for f in data.get("left_out_folders") or [])
+        blocks.append(
+            f"[truncated: {data['truncated']}; left_out: {data.get('left_out')}; "
+            f"left_out_folders: {folders}]"
+        )
+    return "\n\n".join(blocks)
 
 
 def _compact(data: JSONObject) -> str:

@@ -8,18 +8,25 @@ are stable; pygit2 needs libgit2 and GitPython itself shells out to ``git``.
 If ``git`` is not on ``PATH`` the tool is still registered (installing git later makes it
 work without a restart) and a call fails with ``unavailable`` saying so.
 
-Outputs follow octos, in compact JSON (no indentation: fewer tokens): ``status`` → JSON
-``{branch, staged, modified, untracked, conflicted}``; ``diff`` → unified diff text (working
+Outputs are plain text a model reads easily; ``structured_metadata`` holds the same data
+as octos's JSON answers (ours: octos answers ``status``/``log``/``show`` with JSON strings).
+``status`` → ``git status --short --branch`` lines (``## main``, ``## HEAD (detached at
+<hash>)`` or ``## No commits yet on main``, then `` M path``, ``A  path``, ``R  old -> new``,
+``?? path``, ``UU path``; ``(clean: no changes)`` when there is nothing; at most
+:data:`MAX_STATUS_ENTRIES` lines, the rest counted), metadata ``{branch, staged, modified,
+untracked, conflicted[, head, truncated]}``; ``diff`` → unified diff text (working
 tree against the index; with ``revision``, working tree against that commit) or
 ``No changes.``; in a repository with no commit yet, ``diff`` also shows what is staged (the
 index against the empty tree: ours, since there is no HEAD for ``--cached`` to compare with),
 a ``revision`` is refused saying there is no commit yet, and ``blame`` of a file with no
 history (no commit yet, or never committed) says so instead of echoing git's message;
-``log`` → JSON list of ``{hash (12 chars), author, date, message}``;
-``show`` → one line of JSON about the commit (hash, author, date, message, changed files),
-a blank line, then its diff as plain text (ours: octos puts the diff inside the JSON as one
-escaped string, which is hard to read and costs more tokens; ``structured_metadata`` still
-holds everything, the diff included); ``blame`` → lines
+``log`` → one commit a line, ``<hash 12> <YYYY-MM-DD> <author>: <subject>`` (``No
+commits yet.`` in an empty repository), metadata ``{commits: [{hash (12 chars), author,
+email, date, parents, message}]}``; ``show`` → a header as ``git show`` prints it
+(``commit <hash>``, ``Author:``, ``Date:``, ``Merge:`` for a merge, the indented message,
+then one ``<status> <path>`` line per changed file), a blank line, then its diff (octos
+puts the diff inside JSON as one escaped string, which is hard to read and costs more
+tokens; the metadata holds everything, the diff included); ``blame`` → lines
 ``<8-char hash> (<author, right-aligned 15>) <line, width 4> | <text>``.
 
 Safety. The model can write files, including ``.git/config``, so git must not run anything a
@@ -62,7 +69,6 @@ errors, with git's message).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -223,11 +229,6 @@ async def _git(cwd: str, args: Sequence[str], env: dict[str, str]) -> _Run:
                 await process.wait()
         await process.aclose()
     return _Run(code, b"".join(out), b"".join(err).decode("utf-8", "replace").strip(), cut)
-
-
-def _compact(data: Any) -> str:
-    """JSON without indentation or spaces (model-facing output: fewer tokens)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _text(data: bytes) -> str:
@@ -433,6 +434,7 @@ async def _status(repo: _Repo, spec: list[str]) -> ToolResult:
     branch: str | None = None
     head: str | None = None
     lists: dict[str, list[str]] = {"staged": [], "modified": [], "untracked": [], "conflicted": []}
+    short: list[str] = []  # `git status --short` lines
     records = run.out.split(b"\0")
     i = 0
     while i < len(records):
@@ -448,15 +450,20 @@ async def _status(repo: _Repo, spec: list[str]) -> ToolResult:
         elif rec.startswith("1 "):
             fields = rec.split(" ", 8)
             _add_change(lists, fields[1], fields[8])
+            short.append(f"{_xy(fields[1])} {fields[8]}")
         elif rec.startswith("2 "):
             fields = rec.split(" ", 9)
             original = _text(records[i]) if i < len(records) else ""
             i += 1
             _add_change(lists, fields[1], f"{original} -> {fields[9]}")
+            short.append(f"{_xy(fields[1])} {original} -> {fields[9]}")
         elif rec.startswith("u "):
-            lists["conflicted"].append(rec.split(" ", 10)[10])
+            fields = rec.split(" ", 10)
+            lists["conflicted"].append(fields[10])
+            short.append(f"{fields[1]} {fields[10]}")
         elif rec.startswith("? "):
             lists["untracked"].append(rec[2:])
+            short.append(f"?? {rec[2:]}")
     data: JSONObject = {"branch": branch}
     if branch is None and head and head != "(initial)":
         data["head"] = head[:12]
@@ -466,7 +473,26 @@ async def _status(repo: _Repo, spec: list[str]) -> ToolResult:
         data[key] = items[:MAX_STATUS_ENTRIES]
     if truncated:
         data["truncated"] = f"lists cut at {MAX_STATUS_ENTRIES} entries"
-    return ToolResult.ok(_compact(data), structured_metadata=data)
+    if branch is not None and head == "(initial)":
+        top = f"## No commits yet on {branch}"
+    elif branch is not None:
+        top = f"## {branch}"
+    else:
+        top = f"## HEAD (detached at {data.get('head', 'unknown')})"
+    lines = [top, *short[:MAX_STATUS_ENTRIES]]
+    if len(short) > MAX_STATUS_ENTRIES:
+        lines.append(
+            f"... ({len(short) - MAX_STATUS_ENTRIES} more entries left out; give a 'path' "
+            "to narrow)"
+        )
+    elif not short:
+        lines.append("(clean: no changes)")
+    return ToolResult.ok("\n".join(lines), structured_metadata=data)
+
+
+def _xy(xy: str) -> str:
+    """Porcelain v2's ``XY`` (``.`` = unchanged) as ``--short`` prints it (a space)."""
+    return xy.replace(".", " ")
 
 
 def _add_change(lists: dict[str, list[str]], xy: str, path: str) -> None:
@@ -557,13 +583,23 @@ async def _log(repo: _Repo, spec: list[str], count: int, commit: str | None) -> 
     run = await _git(repo.cwd, [*args, "--", *spec], repo.env)
     if run.code != 0:
         if "does not have any commits" in run.err:
-            return ToolResult.ok("[]", structured_metadata={"commits": []})
+            return ToolResult.ok("No commits yet.", structured_metadata={"commits": []})
         raise ToolError(ErrorKind.PROCESS_FAILED, f"git error: {run.err}")
     commits = _parse_log(run.out)
+    if not commits:
+        return ToolResult.ok("No commits.", structured_metadata={"commits": commits})
     return ToolResult.ok(
-        _compact(commits),
+        "\n".join(_log_line(c) for c in commits) + _cut_note(run),
         structured_metadata={"commits": commits},
     )
+
+
+def _log_line(commit: JSONObject) -> str:
+    """``<hash 12> <YYYY-MM-DD> <author>: <subject>`` (``git log --oneline`` plus date and
+    author)."""
+    message = str(commit.get("message", ""))
+    subject = message.split("\n", 1)[0].strip()
+    return f"{commit['hash']} {str(commit['date'])[:10]} {commit['author']}: {subject}"
 
 
 async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
@@ -614,8 +650,32 @@ async def _show(repo: _Repo, spec: list[str], commit: str) -> ToolResult:
             f"\n... (diff cut at {MAX_SHOW_DIFF_CHARS} characters; give a 'path' to see the "
             "changes of one file or folder)"
         )
-    text = _compact(header) + (f"\n\n{diff.rstrip(chr(10))}{note}" if diff else "")
+    text = _show_header(header) + (f"\n\n{diff.rstrip(chr(10))}{note}" if diff else "")
     return ToolResult.ok(text, structured_metadata={**header, "diff": diff})
+
+
+def _show_header(header: JSONObject) -> str:
+    """The commit as ``git show`` heads it: hash, author, date, parents, the indented
+    message, then one ``<status> <path>`` line per changed file (``R from -> to``)."""
+    lines = [f"commit {header['hash']}"]
+    if header.get("author") is not None:
+        lines.append(f"Author: {header['author']} <{header.get('email', '')}>")
+    if header.get("date"):
+        lines.append(f"Date:   {header['date']}")
+    parents = header.get("parents")
+    if isinstance(parents, list) and len(parents) > 1:
+        lines.append(f"Merge:  {' '.join(str(p) for p in parents)}")
+    message = str(header.get("message", ""))
+    if message:
+        lines += ["", *(f"    {line}".rstrip() for line in message.splitlines())]
+    files = header.get("files")
+    if isinstance(files, list) and files:
+        lines.append("")
+        for entry in files:
+            assert isinstance(entry, dict)
+            path = f"{entry['from']} -> {entry['path']}" if "from" in entry else entry["path"]
+            lines.append(f"{entry['status']} {path}")
+    return "\n".join(lines)
 
 
 async def _touches_workspace(repo: _Repo, commit: str) -> bool:

@@ -34,7 +34,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _V4_BLOCKED: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
     (ipaddress.IPv4Network(net), why)
     for net, why in (
-        ("0.0.0.0/8", "unspecified / this-network"),
+        ("0.0.0.0/8", "unspecified (this-network)"),
         ("10.0.0.0/8", "private"),
         ("100.64.0.0/10", "shared (carrier-grade NAT)"),
         ("127.0.0.0/8", "loopback"),
@@ -48,7 +48,7 @@ _V4_BLOCKED: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
         ("198.51.100.0/24", "documentation"),
         ("203.0.113.0/24", "documentation"),
         ("224.0.0.0/4", "multicast"),
-        ("240.0.0.0/4", "reserved / broadcast"),
+        ("240.0.0.0/4", "reserved (broadcast)"),
     )
 )
 
@@ -88,6 +88,22 @@ def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+def _article(label: str) -> str:
+    """``"a"`` or ``"an"`` for a label read aloud ("an IETF", "a unique-local", "a 6to4")."""
+    low = label.lower()
+    return "an" if low[:1] in ("a", "e", "i", "o") or (low[:1] == "u" and low[:3] != "uni") else "a"
+
+
+def _address_phrase(reason: str) -> str:
+    """The noun phrase for a :func:`blocked_reason` label in a refusal message:
+    ``"loopback"`` → ``"a loopback address"``, ``"unspecified (this-network)"`` →
+    ``"an unspecified (this-network) address"``, an embedding label → ``"an IPv6 address
+    embedding a loopback IPv4 address"``."""
+    if reason.startswith("IPv6 address embedding"):
+        return f"an {reason} address"
+    return f"{_article(reason)} {reason} address"
+
+
 def blocked_reason(ip: IPAddress) -> str | None:
     """Why ``ip`` may not be fetched by default, or ``None`` when it is a public address.
 
@@ -106,7 +122,7 @@ def blocked_reason(ip: IPAddress) -> str | None:
         embedded = _embedded_v4(ip)
         if embedded is not None:
             inner = blocked_reason(embedded)
-            return f"IPv6 embedding a {inner} IPv4 address" if inner else None
+            return f"IPv6 address embedding {_article(inner)} {inner} IPv4" if inner else None
         for net6, why in _V6_BLOCKED:
             if ip in net6:
                 return why
@@ -252,11 +268,14 @@ async def check_host(
         for ip in addresses:
             reason = blocked_reason(ip)
             if reason is not None and not (allowed is not None and allowed.allows_address(ip)):
-                shown = "" if literal is not None and str(ip) == name else f" resolves to {ip},"
+                if literal is None:
+                    shown = f" it resolves to {ip},"
+                else:  # a literal written another way (2130706433, ::ffff:127.0.0.1)
+                    shown = "" if str(ip) == name else f" it is {ip},"
                 raise ToolError(
                     ErrorKind.NETWORK_REFUSED,
-                    f"refusing to fetch from {host!r}:{shown} a {reason} address; only public "
-                    "addresses are allowed (list the host in web.allowed_hosts in the "
+                    f"refusing to fetch from {host!r}:{shown} {_address_phrase(reason)}; "
+                    "only public addresses are allowed (list the host in web.allowed_hosts in the "
                     "configuration to allow it)",
                     host=host,
                     address=str(ip),
