@@ -401,25 +401,21 @@ class ShellExecutor:
     async def _run(
         self, command: str, timeout: float, limit: int
     ) -> tuple[str, int | None, bool, float]:
-        import asyncio
-
-        from ..builtins.runtime import OutputCapture, RunningCommand, command_env
+        from ..builtins.runtime import OutputCapture, command_env
+        from ..builtins.runtime.command import run_to_completion
 
         capture = OutputCapture(limit)
         started = time.monotonic()
         try:
-            proc = await RunningCommand.start(
-                command, cwd=Path(self.workspace.root), env=command_env(), capture=capture
+            proc, exited = await run_to_completion(
+                command,
+                cwd=Path(self.workspace.root),
+                env=command_env(),
+                capture=capture,
+                timeout=timeout,
             )
         except ToolError as exc:
             return f"Error [{exc.kind.value}]: {exc.message}", None, False, 0.0
-        try:
-            exited = await proc.wait_exit(timeout)
-            if not exited:
-                await proc.kill("timeout")
-        finally:
-            if proc.running or proc.output_open:
-                await asyncio.shield(proc.kill("cancelled"))
         if exited and proc.release():
             self._leftovers.append(proc)  # background children still running: aclose()
         return capture.render(limit), proc.returncode, not exited, time.monotonic() - started

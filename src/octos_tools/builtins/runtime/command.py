@@ -373,3 +373,33 @@ class RunningCommand:
             await self.proc.wait()
         if cgroup.remove():
             self.cgroup = None
+
+
+async def run_to_completion(
+    command: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    capture: OutputCapture,
+    timeout: float,
+) -> tuple[RunningCommand, bool]:
+    """Start ``command`` and wait up to ``timeout`` seconds for it; on timeout, or if the
+    caller is cancelled, its whole process tree is killed (see :meth:`RunningCommand.kill`).
+
+    Returns:
+        ``(proc, exited)``: ``exited`` is ``False`` when the command was killed at its
+        timeout. After a normal exit the caller decides what to do with background
+        children still running (:meth:`RunningCommand.release`).
+
+    Raises:
+        ToolError: when the command cannot be started.
+    """
+    proc = await RunningCommand.start(command, cwd=cwd, env=env, capture=capture)
+    try:
+        exited = await proc.wait_exit(timeout)
+        if not exited:
+            await proc.kill("timeout")
+    finally:
+        if proc.running or proc.output_open:
+            await asyncio.shield(proc.kill("cancelled"))
+    return proc, exited

@@ -12,7 +12,6 @@ delete outside the workspace, and ``workdir`` is only the folder they start in; 
 
 from __future__ import annotations
 
-import asyncio
 import math
 import stat
 import time
@@ -29,7 +28,7 @@ from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
 from .capture import MIN_OUTPUT_BYTES, OutputCapture
-from .command import RunningCommand
+from .command import run_to_completion
 from .environment import command_env
 from .results import completion_result
 from .safe_policy import check_command
@@ -178,14 +177,9 @@ class _CommandTool(WorkspaceTool):
         """Run ``command`` to completion (or its timeout) and build the result."""
         capture = OutputCapture(limit)
         started = time.monotonic()
-        proc = await RunningCommand.start(command, cwd=cwd, env=command_env(), capture=capture)
-        try:
-            exited = await proc.wait_exit(timeout)
-            if not exited:
-                await proc.kill("timeout")
-        finally:
-            if proc.running or proc.output_open:
-                await asyncio.shield(proc.kill("cancelled"))
+        proc, exited = await run_to_completion(
+            command, cwd=cwd, env=command_env(), capture=capture, timeout=timeout
+        )
         if exited:
             self.sessions.keep_leftovers(proc)
         return completion_result(
