@@ -236,6 +236,12 @@ def _stdout_writer() -> PipeWriter | None:
     point fd 1 at stderr (as the SDK does, so stray output misses the wire) and return its
     :class:`PipeWriter`; otherwise ``None`` (the SDK's own thread-backed writer serves)."""
     try:
+        out, err = os.fstat(1), os.fstat(2)
+    except OSError:
+        return None
+    if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):
+        return None  # stderr is the same pipe (``2>&1``): never make its writes non-blocking
+    try:
         private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     except OSError:
         return None
