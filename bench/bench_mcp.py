@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
+OPS = ["read", "list", "search", "edit", "grep"]
+Figures = dict[str, dict[str, float]]
+"""One round: server label → figure name (``start_s`` or an op) → value."""
 PACKAGE = "@modelcontextprotocol/server-filesystem"
 
 
@@ -176,21 +180,41 @@ async def rate(client: Client, op: Callable[[int], tuple[str, dict[str, Any]]], 
     return n / (time.perf_counter() - started)
 
 
-async def measure(target: Target, calls: int, starts: int) -> dict[str, float]:
-    figures: dict[str, float] = {}
-    figures["start_s"] = statistics.median([await time_start(target) for _ in range(starts)])
-    async with Client(target.params, mode=target.mode) as client:
-        await client.list_tools()
-        for op_name, op in target.ops.items():
+async def measure(targets: list[Target], calls: int, starts: int, rounds: int) -> list[Figures]:
+    """Every figure of every target, ``rounds`` times, interleaved finely so that load from
+    other processes falls on all servers alike: start samples alternate server by server,
+    and each op's timed batch runs on every server (all connected at once) before the next
+    round of that op."""
+    out: list[Figures] = [{t.label: {} for t in targets} for _ in range(rounds)]
+    for number in range(rounds):
+        samples: dict[str, list[float]] = {t.label: [] for t in targets}
+        for _ in range(starts):
+            for target in targets:
+                samples[target.label].append(await time_start(target))
+        for target in targets:
+            out[number][target.label]["start_s"] = statistics.median(samples[target.label])
+        print(f"start, round {number + 1} done", file=sys.stderr)
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        for target in targets:
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = client
+        for op_name in OPS:
             n = calls if op_name in ("read", "list") else max(20, calls // 2)
-            figures[op_name] = await rate(client, op, n)
-    return figures
+            for number in range(rounds):
+                for target in targets:
+                    if op_name in target.ops:
+                        figure = await rate(clients[target.label], target.ops[op_name], n)
+                        out[number][target.label][op_name] = figure
+            print(f"{op_name} done", file=sys.stderr)
+    return out
 
 
-def report(rounds: list[dict[str, dict[str, float]]], ref_label: str) -> str:
+def report(rounds: list[Figures], ref_label: str) -> str:
     """Medians over the rounds; the ratio is the median of the per-round ratios (each
     round measures every server back to back, so load falls on both alike)."""
-    ops = ["read", "list", "search", "edit", "grep"]
+    ops = OPS
     labels = list(rounds[0])
     ours_label = labels[0]
 
@@ -249,21 +273,16 @@ async def main_async(args: argparse.Namespace) -> None:
                 octos_target(trees["baseline"], "legacy", src=base, label=f"baseline {base}"),
             )
         ref_label = targets[-1].label
-        rounds: list[dict[str, dict[str, float]]] = []
-        for number in range(args.rounds):
-            results: dict[str, dict[str, float]] = {}
-            for target in targets:
-                print(f"round {number + 1}: measuring {target.label} ...", file=sys.stderr)
-                results[target.label] = await measure(target, args.calls, args.starts)
-            rounds.append(results)
-            print(report([results], ref_label), file=sys.stderr)
+        rounds = await measure(targets, args.calls, args.starts, args.rounds)
+        for number, results in enumerate(rounds):
+            print(f"round {number + 1}:\n{report([results], ref_label)}", file=sys.stderr)
         print(report(rounds, ref_label))
         node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
         print(
             f"\n{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, node {node.strip()}, "
             f"{args.calls} calls (read, list) / {max(20, args.calls // 2)} (others), "
-            f"start = median of {args.starts} per round, medians of {args.rounds} "
-            "interleaved rounds"
+            f"start = median of {args.starts} per round; medians of {args.rounds} "
+            "interleaved rounds; ratio = median of the per-round ratios"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
