@@ -139,3 +139,16 @@ def test_a_closed_pipe_exits_141_quietly(ws: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_a_model_entry_shadowing_the_provider_entry_is_said(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "p.toml"
+    cfg.write_text(
+        'provider = "gemini"\nmodel = "gemini-2.5"\n'
+        '[tool_policy_by_provider.gemini]\nallow = ["group:fs"]\n'
+        '[tool_policy_by_provider."gemini-2.5"]\ndeny = ["read_file"]\n'
+    )
+    proc = run("policy", "explain", "exec_command", "-w", str(ws), "-c", str(cfg))
+    assert proc.returncode == 0, proc.stderr
+    assert "replaces the entry for provider 'gemini'" in proc.stderr
+    assert "tool_policy_by_provider['gemini']: note - not applied" in proc.stdout

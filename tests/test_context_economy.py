@@ -69,11 +69,6 @@ def _exact() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="the listed built-ins' owners trim their descriptions this round (about 110 tokens "
-    "each); passes once their work is merged",
-)
 async def test_first_request_fits_the_budget(mounted: ToolRegistry) -> None:
     _exact()
     specs = ToolSession(mounted).before_model_request()

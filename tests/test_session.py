@@ -225,7 +225,7 @@ class _FilesWriter(EchoTool):
         self.running = True
         try:
             for path in sorted(self.root.iterdir()):
-                await anyio.sleep(0.005)
+                await anyio.sleep(0.02)
                 path.write_text(str(args["text"]))
         finally:
             self.running = False
@@ -259,10 +259,15 @@ async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls
     seen_batches: list[set[str]] = []
     seen_single: list[str] = []
     issued_while_writing = 0
+    writes_done = anyio.Event()
 
     async def read_batches() -> None:
         nonlocal issued_while_writing
-        for _ in range(30):
+        rounds = 0
+        # keep reading until both writes are over (at least 30 rounds), so that under any
+        # load some batches are issued while the writer runs
+        while (rounds < 30 or not writes_done.is_set()) and rounds < 2000:
+            rounds += 1
             issued_while_writing += writer.running
             results = await session.after_tool_calls(batch)
             seen_batches.append({r.output for r in results})
@@ -282,6 +287,7 @@ async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls
             assert result.success
             # a second writer through a batch of its own: also alone
             await session.after_tool_calls([ToolCall("w", "write_all", {"text": "newer"})])
+            writes_done.set()
     assert issued_while_writing > 0  # the readers really raced the writer
     assert all(len(outputs) == 1 for outputs in seen_batches), seen_batches
     assert {"old", "new", "newer"} >= {o for outputs in seen_batches for o in outputs}

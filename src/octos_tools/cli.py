@@ -220,6 +220,12 @@ def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
             _usage_error(problem.message)
     for problem in problems:
         _warn(problem.message)
+    entries = cfg.tool_policy_by_provider
+    if cfg.model in entries and cfg.provider in entries and cfg.model != cfg.provider:
+        _warn(
+            f"tool_policy_by_provider: the entry for model {cfg.model!r} replaces the entry "
+            f"for provider {cfg.provider!r} (they are not combined)"
+        )
 
 
 def _report_plugins(registry: ToolRegistry) -> None:
@@ -621,6 +627,18 @@ def policy_explain(
                 "matched_by": "model id" if key == cfg.model else "provider name",
             }
         )
+        shadowed = cfg.provider if key == cfg.model and cfg.provider != key else None
+        if shadowed is not None and shadowed in cfg.tool_policy_by_provider:
+            steps.append(
+                {
+                    "policy": f"tool_policy_by_provider[{shadowed!r}]",
+                    "allowed": None,
+                    "detail": "not applied: the entry for the exact model id replaces the "
+                    "provider's entry (one entry applies, the model id's first; they are not "
+                    "combined: repeat the provider's rules in the model's entry if both should "
+                    "hold)",
+                }
+            )
     verdict_decision = registry.evaluate(tool)
     allowed = known and verdict_decision.allowed
     suggestions: tuple[str, ...] = ()

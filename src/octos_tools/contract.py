@@ -196,7 +196,8 @@ def build_contract(
         ``capabilities``, ``deferred_model_tools``, ``tools`` (every registered tool with a
         category and state) and ``policy``.
 
-    Source: octos ``api/coding_tool_contract.rs`` (reference §1.10).
+    Source: octos ``crates/octos-cli/src/api/coding_tool_contract.rs``
+    (https://github.com/octos-org/octos).
     """
     required = [_required_entry(registry, req) for req in P0_TOOLS]
     not_ready = [

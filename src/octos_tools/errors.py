@@ -72,7 +72,8 @@ class ErrorKind(str, Enum):
     NOT_CONFIGURED = "not_configured"
     """A tool needs configuration it does not have (e.g. ``web_search`` with no provider)."""
     PERMISSION_DENIED = "permission_denied"
-    """The operating system refused access (EACCES / EPERM) to a path inside the workspace."""
+    """The operating system refused access (EACCES / EPERM) to a path inside the workspace,
+    or the path is inside a ``.git`` folder, which file tools never write."""
     UNAVAILABLE = "unavailable"
     """A dependency of the tool (a binary, a remote MCP server) is missing or not reachable."""
     REMOTE_ERROR = "remote_error"

@@ -379,8 +379,7 @@ def _spawn(registry: ToolRegistry, tool: Tool, args: Any, ctx: ToolContext) -> T
 
 def _declared_outputs(result: ToolResult) -> list[str]:
     files: list[str] = list(result.files_to_send)
-    if result.file_modified:
-        files.append(result.file_modified)
+    files.extend(result.modified_files)
     meta = result.structured_metadata or {}
     extra = meta.get("output_files")
     if isinstance(extra, list):

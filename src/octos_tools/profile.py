@@ -9,7 +9,8 @@ Deferral (on unless ``lifecycle.defer`` is false, or ``build_registry(defer=Fals
 requests, and defers every other tool: web, sub-agents and sessions, media, the command
 aliases ``shell`` / ``bash``, ``diff_edit`` (``edit_file`` and ``apply_patch`` cover it for
 fewer tokens), ``tool_suggest`` / ``activate_tools`` (``tool_search`` does their job) and
-``read_task_output`` / ``request_user_input`` (hosts list them when they can work). A
+``read_task_output`` (it reads the output of spawn-only tools; none is spawn-only by
+default). ``request_user_input`` is listed: a host that cannot ask hides it per session. A
 deferred tool stays callable by name (the call loads it) and ``tool_search`` finds it, so
 the first request stays the same size however many tools are registered or mounted.
 """
@@ -49,13 +50,16 @@ DEFAULT_LISTED: tuple[str, ...] = (
     "exec_command",
     "write_stdin",
     "update_plan",
+    "request_user_input",
     "git",
     "code_structure",
     "tool_search",
 )
 """Built-in tools the default profile lists on every request (in registration order on the
 wire); every other built-in tool is deferred. :func:`build_registry` makes them the LRU's
-base tools (never evicted) unless the configuration sets ``base_tools``."""
+base tools (never evicted) unless the configuration sets ``base_tools``. A host that cannot
+ask the user hides ``request_user_input`` (``serve`` does for a client without MCP
+elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:

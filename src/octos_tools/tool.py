@@ -146,7 +146,11 @@ class ToolResult:
     Attributes:
         output: the text returned to the model.
         success: the tool-level success bit (default ``True``).
-        file_modified: one workspace-relative path the call changed, or ``None``.
+        file_modified: one workspace-relative path the call changed, or ``None`` (octos's
+            field: the first one when the call changed several).
+        files_modified: every workspace-relative path the call changed, in order (a
+            multi-file ``apply_patch`` lists them all); empty when none or when the tool
+            set only ``file_modified``. Read :attr:`modified_files` for both.
         files_to_send: paths the host should deliver to the user.
         tokens_used: model tokens spent by the call (sub-agent tools), or ``None``.
         structured_metadata: a JSON side channel for hosts and UIs. On failure it holds
@@ -158,6 +162,7 @@ class ToolResult:
     output: str = ""
     success: bool = True
     file_modified: str | None = None
+    files_modified: list[str] = field(default_factory=list)
     files_to_send: list[str] = field(default_factory=list)
     tokens_used: TokenUsage | None = None
     structured_metadata: JSONObject | None = None
@@ -197,6 +202,13 @@ class ToolResult:
         return cls.failure(error.kind, error.message, metadata=error.details or None)
 
     @property
+    def modified_files(self) -> list[str]:
+        """Every path the call changed: :attr:`files_modified`, else ``[file_modified]``."""
+        if self.files_modified:
+            return list(self.files_modified)
+        return [self.file_modified] if self.file_modified else []
+
+    @property
     def error(self) -> JSONObject | None:
         """``{"kind", "message"}`` of a failed result, else ``None``."""
         if self.structured_metadata is None:
@@ -222,6 +234,7 @@ class ToolResult:
             "output": self.output,
             "error": self.error if not self.success else None,
             "file_modified": self.file_modified,
+            "files_modified": self.modified_files,
             "files_to_send": list(self.files_to_send),
             "tokens_used": (
                 None

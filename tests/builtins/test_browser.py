@@ -355,6 +355,38 @@ async def test_one_browser_per_session_and_idle_close(site: Callable[..., Site])
         await t.aclose()
 
 
+@needs_chromium
+@pytest.mark.slow
+async def test_browser_closes_when_its_tool_session_ends(
+    site: Callable[..., Site], tmp_path: Path
+) -> None:
+    from octos_tools.session import ToolSession
+
+    app = site("127.0.0.1", {"/": html("<p>session page</p>")})
+    config = Config.model_validate(
+        {"web": {"allowed_hosts": ["127.0.0.1"]}, "tool_policy": {}, "deferred_groups": []}
+    )
+    registry = build_registry(workspace=tmp_path, config=config)
+    browser = registry.get("browser")
+    assert isinstance(browser, BrowserTool)
+    one, two = ToolSession(registry), ToolSession(registry)
+    try:
+        first = await one.call("browser", {"action": "navigate", "url": app.url("/")})
+        assert first.success, first.output
+        second = await two.call("browser", {"action": "navigate", "url": app.url("/")})
+        assert second.success, second.output
+        assert browser.open_sessions == 2  # one browser per session, never shared
+        await one.aclose()
+        assert browser.open_sessions == 1
+        still = await two.call("browser", {"action": "get_text"})
+        assert "session page" in still.output
+        await two.aclose()
+        assert browser.open_sessions == 0
+        assert await no_chromium_left() == []
+    finally:
+        await registry.aclose()
+
+
 async def test_without_chromium_the_tool_answers_unavailable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

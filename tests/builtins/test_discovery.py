@@ -615,8 +615,6 @@ async def test_discovery_acts_on_the_calling_session_only(tmp_path: Path) -> Non
     from octos_tools.profile import build_registry
     from octos_tools.session import ToolSession
 
-    if not hasattr(ToolSession, "is_deferred"):
-        pytest.skip("per-session activation state comes with the core branch's ToolSession")
     registry = build_registry(_config(), tmp_path)
     a, b = ToolSession(registry), ToolSession(registry)
     try:

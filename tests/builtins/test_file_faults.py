@@ -3,6 +3,7 @@ shown by a patch, a full disk, over-long paths and our temporary names (issue 14
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -15,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from octos_tools.builtins import files
+from octos_tools.builtins import files, register_builtins
 from octos_tools.builtins.patch import ApplyPatchTool
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, PathError, ToolError
+from octos_tools.registry import ToolRegistry
 from octos_tools.tool import Tool, ToolResult
 from octos_tools.workspace import FileChange, Workspace, is_internal_temp_name
 
@@ -452,3 +454,54 @@ def test_a_commit_of_many_files_needs_few_descriptors(tmp_path: Path) -> None:
     assert len(outcomes) == 600 and all(o.created for o in outcomes)
     assert (tmp_path / "d2" / "e1" / "f599.txt").read_bytes() == b"599"
     assert no_temp_left(tmp_path)
+
+
+# --- .git is git's own: no file tool writes there (an edited .git/config or hook would run
+# code at the user's next git command, even with the command tools denied) ---
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\ntouch x\n"}),
+        ("write_file", {"path": "sub/.GIT/config", "content": "x"}),
+        (
+            "edit_file",
+            {"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tx = 1"},
+        ),
+        ("diff_edit", {"path": ".git/config", "diff": "@@ -1 +1 @@\n-[core]\n+[core2]\n"}),
+    ],
+)
+async def test_file_tools_never_write_inside_dot_git(
+    tmp_path: Path, tool: str, args: dict[str, str]
+) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "sub" / ".GIT").mkdir(parents=True)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    registry = ToolRegistry(Workspace(tmp_path))
+    register_builtins(registry, registry.workspace)  # type: ignore[arg-type]
+    result = await registry.execute(tool, json.dumps(args))
+    assert not result.success
+    assert result.error_kind is ErrorKind.PERMISSION_DENIED, result.output
+    assert ".git" in result.output
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_workspace_refuses_to_delete_or_rename_inside_dot_git(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "a.txt").write_text("a")
+    ws = Workspace(tmp_path)
+    for action in (
+        lambda: ws.delete(".git/HEAD"),
+        lambda: ws.rename("a.txt", ".git/a.txt"),
+        lambda: ws.rename(".git/HEAD", "HEAD"),
+        lambda: ws.mkdir(".git/x"),
+    ):
+        with pytest.raises(PathError) as info:
+            action()
+        assert info.value.kind is ErrorKind.PERMISSION_DENIED
+    assert (tmp_path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (tmp_path / "a.txt").read_text() == "a"

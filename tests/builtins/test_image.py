@@ -266,3 +266,23 @@ async def test_too_many_pixels_refused_before_decoding(tmp_path: Path) -> None:
     result = await _view(tmp_path, "bomb.png")
     assert result.error_kind is not None and result.error_kind.value == "file_too_large"
     assert "10000x10000" in result.output
+
+
+async def test_view_image_over_mcp_is_image_content(tmp_path: Path) -> None:
+    import mcp_types as types
+
+    from mcp import Client
+    from octos_tools.mcp.server import OctosMcpServer
+
+    data = _encoded("PNG")
+    (tmp_path / "shot.png").write_bytes(data)
+    registry = build_registry(workspace=tmp_path, config=Config())
+    server = OctosMcpServer(registry)
+    async with Client(server.server, mode="legacy") as client:
+        served = await client.call_tool("view_image", {"path": "shot.png"})
+    assert not served.is_error
+    text, image = served.content
+    assert isinstance(text, types.TextContent) and text.text.startswith("Image: shot.png")
+    assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == data
+    await registry.aclose()

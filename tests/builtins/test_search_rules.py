@@ -48,7 +48,7 @@ TREE: dict[str, str] = {
     "nested_repo/ignored_here.txt": "needle nested ignored\n",
     ".octos-tmp-abc123": "needle temp\n",
     "src/.octos-tmp-x.py": "needle temp two\n",
-    ".octos/journal.json": "needle journal\n",
+    ".octos-tmp-state/journal.json": "needle journal\n",
 }
 
 EXPECTED = {
@@ -112,7 +112,7 @@ async def test_glob_sees_what_grep_sees(tree: Path) -> None:
     assert globbed == EXPECTED
     dirs = {p for p in res.structured_metadata["paths"] if p.endswith("/")}
     assert ".github/" in dirs and ".git/" not in dirs and ".venv/" not in dirs
-    assert ".octos/" not in dirs
+    assert ".octos-tmp-state/" not in dirs
     for engine in ("rg", "python"):
         tool = search.GrepTool(ws, Config())
         tool.engine = engine
@@ -154,7 +154,7 @@ async def test_bc39_a_virtualenv_does_not_hide_the_project(tree: Path) -> None:
 async def test_internal_temp_files_are_never_listed(tree: Path) -> None:
     ws = Workspace(tree)
     res = await call(search.ListDirTool(ws), ws, {"path": "."})
-    assert res.success and ".octos-tmp-" not in res.output and ".octos/" not in res.output
+    assert res.success and ".octos-tmp-" not in res.output and ".octos-tmp-state" not in res.output
     res = await call(search.ListDirTool(ws), ws, {"path": "src"})
     assert "app.py" in res.output and ".octos-tmp-" not in res.output
     res = await call(search.GlobTool(ws), ws, {"pattern": "**/.octos*"})

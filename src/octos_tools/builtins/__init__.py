@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FAMILIES", "MISSING_EXTRAS", "register_builtins"]
 
-#: Family modules under ``octos_tools.builtins``, in registration order (octos's order,
-#: reference §1.1: runtime, coding, sub-agents, files, search, web, git, code, discovery, media).
+#: Family modules under ``octos_tools.builtins``, in registration order (octos's order in
+#: ``with_builtins_and_permissions``, ``crates/octos-agent/src/tools/registry.rs``: runtime,
+#: coding, sub-agents, files, search, web, git, code, discovery, media).
 FAMILIES: list[str] = [
     "runtime",
     "coding",

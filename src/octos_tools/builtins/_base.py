@@ -22,7 +22,8 @@ __all__ = ["WorkspaceTool", "int_arg", "str_arg"]
 
 
 class WorkspaceTool(TypedTool):
-    """Base of the tools bound to a workspace (seed §6.1 ``cwd_bound``).
+    """Base of the tools bound to a workspace (octos's cwd-bound tools): every path they
+    touch is resolved inside it.
 
     Subclasses declare ``Args`` (a :class:`~octos_tools.typed.ToolArgs` model) and implement
     :meth:`~octos_tools.typed.TypedTool.run`, getting their workspace there with

@@ -41,8 +41,7 @@ from ..errors import ErrorKind, ToolError
 from ..policy import group_members
 from ..tasks import TaskRecord, TaskStatus, TaskSupervisor
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
-from ..typed import TypedTool
-from ._lean_args import LeanArgs
+from ..typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:
     from ..registry import ToolRegistry
@@ -246,7 +245,7 @@ def _render_items(items: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-class _IdArgs(LeanArgs):
+class _IdArgs(ToolArgs):
     """The agent id, with Codex's aliases accepted but not advertised."""
 
     id: str | None = Field(None, description="The agent id from spawn_agent.")
@@ -297,7 +296,7 @@ class SpawnAgentTool(_AgentTool):
         "to stop it."
     )
 
-    class Args(LeanArgs):
+    class Args(ToolArgs):
         message: str | None = Field(None, description="The task for the agent.")
         task: SkipJsonSchema[str | None] = None
         items: list[dict[str, Any]] | None = None
@@ -534,7 +533,7 @@ class DelegateTool(_AgentTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
     timeout = WAIT_MAX_MS / 1000 + 60
 
-    class Args(LeanArgs):
+    class Args(ToolArgs):
         role: Literal["reviewer", "implementer", "test_worker", "explorer"] = Field(
             description="The agent's role (its tool budget)."
         )

@@ -42,10 +42,10 @@ from pydantic import Field
 
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
+from ..typed import ToolArgs
 from ..workspace.text import is_binary
 from . import MISSING_EXTRAS
 from ._base import WorkspaceTool
-from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -377,7 +377,7 @@ class CodeStructureTool(WorkspaceTool):
         "numbers. Python, JS, TS, Rust, Go. `path`: a file or a folder."
     )
 
-    class Args(LeanArgs):
+    class Args(ToolArgs):
         path: str = Field(description="File or folder.")
         language: _Language | None = Field(None, description="Override the file extension.")
 

@@ -78,8 +78,8 @@ from pydantic import Field
 
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
+from ..typed import ToolArgs
 from ._base import WorkspaceTool
-from ._lean_args import LeanArgs
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -256,7 +256,7 @@ class GitTool(WorkspaceTool):
         "Read-only git. diff: unstaged changes, or against `revision`. blame needs `path`."
     )
 
-    class Args(LeanArgs):
+    class Args(ToolArgs):
         command: Literal["status", "diff", "log", "show", "blame"]
         path: str | None = Field(None, description="File or folder.")
         count: int = Field(10, ge=1, le=500, description="Commits for log.")

@@ -14,8 +14,7 @@ from pydantic import Field
 from ..config import Config
 from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, ToolResult
-from ..typed import TypedTool
-from ._lean_args import LeanArgs
+from ..typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -36,7 +35,7 @@ class ImageGenerationTool(TypedTool):
         "call reports coding_tool_unsupported."
     )
 
-    class Args(LeanArgs):
+    class Args(ToolArgs):
         prompt: str = Field(description="What to draw.")
         size: str | None = Field(None, description="e.g. 1024x1024.")
         n: int | None = Field(None, ge=1, le=4)

@@ -127,6 +127,8 @@ def result_meta(result: ToolResult) -> dict[str, Any] | None:
         meta["structured_metadata"] = _json_safe(result.structured_metadata)
     if result.file_modified:
         meta["file_modified"] = result.file_modified
+    if len(result.modified_files) > 1:
+        meta["files_modified"] = result.modified_files
     if result.files_to_send:
         meta["files_to_send"] = list(result.files_to_send)
     return meta or None

@@ -270,7 +270,7 @@ class Writing(Reading):
             PathError: ``is_a_directory`` (directories are not removed), ``not_found``,
                 ``symlink_refused`` (a symlinked parent), path kinds.
         """
-        pfd, name, rel = self._parent(path)
+        pfd, name, rel = self._parent(path, for_write=True)
         assert name is not None
         try:
             try:
@@ -300,7 +300,7 @@ class Writing(Reading):
             PathError: ``not_found`` (``src``), ``is_a_directory`` (either is a directory),
                 ``symlink_refused`` (a symlinked parent), path kinds.
         """
-        sfd, sname, srel = self._parent(src)
+        sfd, sname, srel = self._parent(src, for_write=True)
         assert sname is not None
         try:
             dfd, dname, drel = self._parent(dst, create=create_parents, for_write=True)

@@ -123,13 +123,27 @@ class PathResolver:
         return "/".join(parts) if parts else "."
 
     def _check_writable_name(self, parts: Sequence[str], text: str) -> None:
-        """Refuse to create a path other programs cannot name (over ``PATH_MAX``), or one
-        of our own temporary names.
+        """Refuse to create or change a path other programs cannot name (over ``PATH_MAX``),
+        one of our own temporary names, or anything inside a ``.git`` folder.
+
+        ``.git`` is git's own: a line in ``.git/config`` (``core.fsmonitor``,
+        ``core.hooksPath``) or a file in ``.git/hooks`` runs code at the user's next
+        ``git status``, so a file tool writing there would be a way to run commands even
+        with the command tools denied. Change a repository with git itself.
 
         Raises:
-            PathError: ``invalid_arguments``.
+            PathError: ``invalid_arguments`` (length, reserved name), ``permission_denied``
+                (inside ``.git``).
         """
         from ._tempnames import is_internal_temp_name
+
+        if any(p.casefold() == ".git" for p in parts):
+            raise PathError(
+                ErrorKind.PERMISSION_DENIED,
+                f"{show(text[:80])} is inside a .git folder: file tools never write there "
+                "(an edit of .git/config or .git/hooks would run code at the next git "
+                "command). Change the repository with git itself",
+            )
 
         size = self._root_bytes + sum(len(os.fsencode(p)) + 1 for p in parts)
         if size >= PATH_MAX:

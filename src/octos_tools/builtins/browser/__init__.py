@@ -1,6 +1,7 @@
 """``browser``: a headless Chromium driven by actions (octos ``browser``; extra ``browser``).
 
 * :mod:`.tool`: the tool and its actions;
+* :mod:`._pool`: the running browsers, one per session (start, idle close);
 * :mod:`._session`: one Chromium per session (start, close, sandbox);
 * :mod:`._routing`: every request of the page fetched through the SSRF guard of
   ``web_fetch``.

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -98,7 +97,6 @@ class GuardedFetcher:
     _pins: dict[tuple[str, int], str] = field(default_factory=dict)
     _client: httpx2.AsyncClient | None = None
     _allowed: HostAllowList = field(init=False)
-    on_request: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
         self._allowed = HostAllowList(self.config.allowed_hosts)
@@ -132,8 +130,6 @@ class GuardedFetcher:
 
         url = request.url
         navigation = request.is_navigation_request()
-        if self.on_request is not None:
-            self.on_request(url)
         try:
             current = httpx2.URL(canonical_numeric_host(url))
         except (httpx2.InvalidURL, TypeError, ValueError) as exc:

@@ -8,7 +8,8 @@ Actions (octos's set): ``navigate {url}``, ``get_text {selector?}``, ``get_html
   :mod:`._routing`); ``web.allow_private_hosts`` / ``web.allowed_hosts`` open private hosts.
 * One browser per session (``ctx.session``, else ``ctx.session_key``), never shared; it is
   started by the first action, closed by ``close``, after ``idle_timeout`` seconds without
-  an action, or by :meth:`BrowserTool.aclose` (the registry's ``aclose``).
+  an action, when its ``ToolSession`` ends (:meth:`BrowserTool.session_closed`), or by
+  :meth:`BrowserTool.aclose` (the registry's ``aclose``).
 * Each action is bounded by ``action_timeout`` seconds; text and HTML are capped at
   ``max_chars`` characters; ``screenshot`` returns the image (``ImageContent``) fitted to
   the ``image`` section's limits.
@@ -23,8 +24,6 @@ page's script threw), ``unavailable`` (no Chromium, a page that cannot be fetche
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
 import json
 import time
 from collections.abc import Hashable
@@ -37,19 +36,15 @@ from ...config import ImageConfig, WebConfig
 from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, ImageContent, ToolResult
 from ...typed import ToolArgs, TypedTool
+from ._pool import INSTALL_HINT, BrowserPool, first_line
 from ._routing import Blocked
-from ._session import BrowserSession, find_chromium
+from ._session import BrowserSession
 
 if TYPE_CHECKING:
     from ...context import ToolContext
 
 __all__ = ["INSTALL_HINT", "BrowserTool"]
 
-#: What the model (and the operator) is told when no browser can be started.
-INSTALL_HINT = (
-    "install Chromium (Debian/Ubuntu: apt-get install -y chromium) and Playwright "
-    "(pip install 'octos-tools[browser]'); no browser is downloaded at run time"
-)
 _MAX_ELEMENTS = 50
 _MAX_LINKS = 200
 _NEEDS_SELECTOR = frozenset({"click", "type", "find_elements"})
@@ -73,11 +68,6 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit] + f"\n\n... (truncated: {limit} of {len(text)} characters shown)", True
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class BrowserTool(TypedTool):
@@ -135,26 +125,17 @@ class BrowserTool(TypedTool):
     ) -> None:
         self.web = web or WebConfig.model_validate({})
         self.image = image or ImageConfig.model_validate({})
-        self.executable_path = executable_path
         self.action_timeout = action_timeout or self.web.timeout_secs
-        self.idle_timeout = idle_timeout
         self.max_chars = max_chars
         self.timeout = self.action_timeout + 30  # the registry's bound, beyond ours
-        self._sessions: dict[Hashable, BrowserSession] = {}
-        self._watchers: dict[Hashable, asyncio.Task[None]] = {}
-        self._start_lock = anyio.Lock()
+        self.pool = BrowserPool(
+            self.web,
+            executable_path=executable_path,
+            launch_timeout=max(self.action_timeout, 30.0),
+            idle_timeout=idle_timeout,
+        )
 
     # ------------------------------------------------------------------ sessions
-
-    def _executable(self) -> str:
-        if importlib.util.find_spec("playwright") is None:
-            raise ToolError(
-                ErrorKind.UNAVAILABLE, f"browser: Playwright is missing; {INSTALL_HINT}"
-            )
-        exe = self.executable_path or find_chromium()
-        if exe is None:
-            raise ToolError(ErrorKind.UNAVAILABLE, f"browser: no Chromium found; {INSTALL_HINT}")
-        return exe
 
     @staticmethod
     def session_key(ctx: ToolContext | None) -> Hashable:
@@ -172,58 +153,21 @@ class BrowserTool(TypedTool):
     @property
     def open_sessions(self) -> int:
         """How many browsers are running."""
-        return len(self._sessions)
+        return self.pool.open_sessions
 
-    async def _session(self, key: Hashable) -> BrowserSession:
-        async with self._start_lock:
-            session = self._sessions.get(key)
-            if session is not None and not session.closed:
-                return session
-            session = BrowserSession(self._executable(), self.web)
-            try:
-                await session.start(timeout=max(self.action_timeout, 30.0))
-            except Exception as exc:  # noqa: BLE001 - any launch failure is "unavailable"
-                raise ToolError(
-                    ErrorKind.UNAVAILABLE,
-                    f"browser: Chromium did not start ({_first_line(exc)}); {INSTALL_HINT}",
-                ) from None
-            self._sessions[key] = session
-            self._watchers[key] = asyncio.get_running_loop().create_task(self._watch(key))
-            return session
-
-    async def _watch(self, key: Hashable) -> None:
-        """Close the session's browser once it has been idle for ``idle_timeout``."""
-        while True:
-            session = self._sessions.get(key)
-            if session is None or session.closed:
-                return
-            remaining = session.last_used + self.idle_timeout - time.monotonic()
-            if remaining <= 0 and not session.lock.locked():
-                await self.close_session(key, watcher=False)
-                return
-            await asyncio.sleep(max(remaining, 0.05))
-
-    async def close_session(self, key: Hashable, *, watcher: bool = True) -> bool:
+    async def close_session(self, key: Hashable) -> bool:
         """Close the browser of session ``key`` (see :meth:`session_key`); ``False`` if it
         had none."""
-        session = self._sessions.pop(key, None)
-        task = self._watchers.pop(key, None)
-        if watcher and task is not None:
-            task.cancel()
-        if session is None:
-            return False
-        await session.aclose()
-        return True
+        return await self.pool.close(key)
 
     async def session_closed(self, session: object) -> None:
         """Close the browser of a :class:`~octos_tools.session.ToolSession` that ended (the
         session's ``aclose`` calls this hook on every tool that has it)."""
-        await self.close_session(("session", id(session)))
+        await self.pool.close(("session", id(session)))
 
     async def aclose(self) -> None:
         """Close every session's browser (the registry calls this on ``aclose``)."""
-        for key in list(self._sessions):
-            await self.close_session(key)
+        await self.pool.aclose()
 
     # ------------------------------------------------------------------- actions
 
@@ -233,8 +177,7 @@ class BrowserTool(TypedTool):
             closed = await self.close_session(key)
             return ToolResult.ok("Browser closed." if closed else "No browser was open.")
         self._check_args(args)
-        self._executable()
-        session = await self._session(key)
+        session = await self.pool.get(key)
         async with session.lock:
             start = len(session.fetcher.blocked)
             try:
@@ -287,7 +230,7 @@ class BrowserTool(TypedTool):
                 return await self._links(session)
             return await self._element_action(session, args)
         except PlaywrightError as exc:
-            message = _first_line(exc)
+            message = first_line(exc)
             if "Timeout" in type(exc).__name__ or "Timeout" in message:
                 raise ToolError(ErrorKind.TIMEOUT, f"browser {args.action}: {message}") from None
             if "selector" in message.lower() or "Unexpected token" in message:
@@ -369,7 +312,8 @@ class BrowserTool(TypedTool):
     ) -> None:
         """Raise the typed error a failed ``goto`` of ``current`` stands for, if known."""
         via = f" (redirected from {hops[0]})" if hops else ""
-        for entry in blocked:
+        if blocked:
+            entry = blocked[0]
             raise ToolError(
                 ErrorKind(entry.kind),
                 f"browser navigate: {entry.url}{via} refused: {entry.reason}",
@@ -381,7 +325,7 @@ class BrowserTool(TypedTool):
             raise ToolError(
                 ErrorKind.UNAVAILABLE, f"browser navigate: could not load {current}{via}: {reason}"
             )
-        message = _first_line(exc)
+        message = first_line(exc)
         if "Timeout" in message:
             raise ToolError(
                 ErrorKind.TIMEOUT,
@@ -487,7 +431,7 @@ class BrowserTool(TypedTool):
                 raise
             raise ToolError(
                 ErrorKind.PROCESS_FAILED,
-                f"browser evaluate: the script threw: {_first_line(exc)}",
+                f"browser evaluate: the script threw: {first_line(exc)}",
             ) from None
         text = (
             value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -75,7 +75,7 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("delete", "remove", "erase", "drop", "discard"),
     ("create", "make", "new", "add", "generate", "produce"),
     ("edit", "modify", "change", "update", "alter", "rewrite", "fix"),
-    ("read", "view", "show", "display", "open", "print", "inspect"),
+    ("read", "view", "show", "display", "open", "inspect"),
     ("run", "execute", "launch", "invoke"),
     ("list", "enumerate", "show"),
     ("assign", "give", "allocate"),

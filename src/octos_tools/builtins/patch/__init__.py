@@ -241,7 +241,10 @@ class ApplyPatchTool(WorkspaceTool):
         if diffs:
             text += "\n\n" + "\n".join(diffs)
         return ToolResult.ok(
-            text, file_modified=modified[0] if modified else None, structured_metadata=meta
+            text,
+            file_modified=modified[0] if modified else None,
+            files_modified=list(modified),
+            structured_metadata=meta,
         )
 
 

@@ -13,7 +13,7 @@ from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from ._budget import Budget
 from ._globmatch import GlobMatcher, State, components, expand_braces
-from ._tool import SearchTool, check_nul
+from ._tool import SearchTool, check_nul, not_entered_note
 from ._walk import walk
 
 if TYPE_CHECKING:
@@ -30,9 +30,11 @@ class GlobTool(SearchTool):
     alternatives; case-sensitive; hidden files included. Absolute patterns and ``..``
     components are refused (``invalid_arguments``). The files are those ``grep`` searches
     (:mod:`._rules`: ``.gitignore`` honoured, ``.git`` never entered, internal files
-    hidden); symbolic links are named, never followed. Results come in sorted depth-first
-    order; directories end with ``/``. Matching is ``O(path components × pattern
-    components)`` per entry, whatever the number of ``**``.
+    hidden, virtual environments and ``node_modules`` not entered unless the pattern's
+    literal leading folders name them: metadata ``not_entered``); symbolic links are named,
+    never followed. Results come in sorted depth-first order; directories end with ``/``.
+    Matching is ``O(path components × pattern components)`` per entry, whatever the
+    number of ``**``.
 
     Source: octos ``crates/octos-agent/src/tools/glob_tool.rs`` (scoped variant), with
     grep's ignore rules added.
@@ -68,7 +70,8 @@ class GlobTool(SearchTool):
             )
         patterns = [p for p in patterns if p]
         matcher = GlobMatcher(patterns)
-        found = await self._bounded(lambda b: _glob(ws, matcher, limit, b))
+        explicit = _literal_dirs(patterns)
+        found = await self._bounded(lambda b: _glob(ws, matcher, limit, b, explicit))
         results, more, skipped = found.paths, found.more, found.skipped
         note = ""
         if skipped:
@@ -78,6 +81,11 @@ class GlobTool(SearchTool):
         meta: dict[str, Any] = {"pattern": pattern, "count": len(results)}
         if skipped:
             meta["skipped"] = [{"path": textcodec.display(p), "reason": r} for p, r in skipped[:50]]
+        if found.not_entered:
+            meta["not_entered"] = [
+                {"path": textcodec.display(p), "reason": r} for p, r in found.not_entered[:50]
+            ]
+            note += not_entered_note(found.not_entered, "a pattern starting '{}/' searches it")
         if not results:
             return ToolResult.ok(
                 f"No files found matching pattern: {pattern}{note}", structured_metadata=meta
@@ -98,11 +106,33 @@ class _Found:
     paths: list[str]
     more: bool
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    not_entered: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _glob(ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget) -> _Found:
+def _literal_dirs(patterns: list[list[str]]) -> frozenset[str]:
+    """The folders the patterns name by their literal leading components (``.venv`` and
+    ``.venv/lib`` for ``.venv/lib/**/*.py``): entered even when not entered by default."""
+    out: set[str] = set()
+    for comps in patterns:
+        rel = ""
+        for comp in comps[:-1]:
+            if any(c in comp for c in "*?[\\"):
+                break
+            rel = f"{rel}/{comp}" if rel else comp
+            out.add(rel)
+    return frozenset(out)
+
+
+def _glob(
+    ws: Workspace,
+    matcher: GlobMatcher,
+    limit: int,
+    budget: Budget,
+    explicit: frozenset[str] = frozenset(),
+) -> _Found:
     """Paths matching ``matcher`` in walk order (the first ``limit``), whether more exist,
-    and the folders that could not be read."""
+    the folders that could not be read and those not entered by default (except
+    ``explicit`` ones)."""
     out = _Found([], False)
     states: dict[str, State] = {"": matcher.start()}
     if not matcher.alive(states[""]):
@@ -115,7 +145,15 @@ def _glob(ws: Workspace, matcher: GlobMatcher, limit: int, budget: Budget) -> _F
         out.skipped.append((rel, exc.strerror or "cannot be read"))
 
     try:
-        for found in walk(ws, ".", budget, descend=descend, on_error=on_error):
+        for found in walk(
+            ws,
+            ".",
+            budget,
+            descend=descend,
+            on_error=on_error,
+            on_skip=lambda rel, why: out.not_entered.append((rel, why)),
+            explicit=explicit,
+        ):
             parent = found.rel[: -len(found.name) - 1] if "/" in found.rel else ""
             here = matcher.step(states[parent], found.name)
             if not here:

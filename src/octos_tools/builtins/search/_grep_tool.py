@@ -17,7 +17,8 @@ from ._hits import GrepQuery, GrepResult
 from ._pygrep import grep_python
 from ._rg import find_rg, grep_rg
 from ._rules import is_internal_path
-from ._tool import SearchTool, check_nul
+from ._tool import SearchTool, check_nul, not_entered_note
+from ._walk import skipped_folders
 
 if TYPE_CHECKING:
     from ...context import ToolContext
@@ -49,8 +50,12 @@ class GrepTool(SearchTool):
     Python engine, what cannot be read at all is named in the output. The call stops at
     its time limit (``timeout``), rg and the Python engine's matching process with it.
 
+    Virtual environments and ``node_modules`` folders are not entered unless ``path`` is
+    inside one (:mod:`._rules`).
+
     Metadata: ``matches``, ``files``, ``truncated``, ``engine``, ``binary_skipped`` (up to
-    50 paths) and, when some were, ``skipped`` (up to 50 ``{"path", "reason"}``).
+    50 paths) and, when some were, ``skipped`` and ``not_entered`` (folders not entered by
+    default, within two levels of ``path``; up to 50 ``{"path", "reason"}`` each).
 
     Source: octos ``crates/octos-agent/src/tools/grep_tool.rs`` (arguments and output
     format); the engines are ours.
@@ -111,7 +116,14 @@ class GrepTool(SearchTool):
                 {"path": textcodec.display(p), "reason": r}
                 for p, r in res.skipped[:_MAX_META_PATHS]
             ]
-        return ToolResult.ok(format_grep(res, q), structured_metadata=meta)
+        text = format_grep(res, q)
+        if res.not_entered:
+            meta["not_entered"] = [
+                {"path": textcodec.display(p), "reason": r}
+                for p, r in res.not_entered[:_MAX_META_PATHS]
+            ]
+            text += not_entered_note(res.not_entered, "pass path='{}' to search it")
+        return ToolResult.ok(text, structured_metadata=meta)
 
     def _search(self, ws: Workspace, path: str, q: GrepQuery, budget: Budget) -> GrepResult:
         st = ws.stat(path)  # the user's path: "file.txt/" is not_a_directory
@@ -137,13 +149,22 @@ class GrepTool(SearchTool):
             raise ToolError(ErrorKind.UNAVAILABLE, "the rg binary was not found")
         if is_internal_path(rel):  # octos-tools' own files are never searched
             return GrepResult([], 0, False, [], "none")
+        try:
+            not_entered = [] if is_file else skipped_folders(ws, rel, budget)
+        except OSError:
+            not_entered = []  # the engines report the folder's own error
+        res = None
         if rg is not None:
+            venvs = [p for p, why in not_entered if why != "node_modules"]
             try:
-                return grep_rg(rg, ws, rel, is_file, q, budget)
+                res = grep_rg(rg, ws, rel, is_file, q, budget, venvs)
             except OSError:  # rg present but cannot start: the Python engine answers
                 if engine == "rg":
                     raise
-        return grep_python(ws, rel, is_file, q, budget)
+        if res is None:
+            res = grep_python(ws, rel, is_file, q, budget)
+        res.not_entered = not_entered
+        return res
 
 
 def format_grep(res: GrepResult, q: GrepQuery) -> str:

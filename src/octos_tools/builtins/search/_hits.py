@@ -68,6 +68,8 @@ class GrepResult:
     Attributes:
         skipped: ``(path, reason)`` of files or folders not searched for a reason other
             than being binary (a path too long for rg, a file too large, unreadable).
+        not_entered: ``(path, reason)`` of folders not entered by default (virtual
+            environments, ``node_modules``; :func:`._rules.default_skip`).
     """
 
     files: list[FileHits]
@@ -76,6 +78,7 @@ class GrepResult:
     binary_skipped: list[str]
     engine: str
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    not_entered: list[tuple[str, str]] = field(default_factory=list)
 
 
 def path_key(rel: str) -> list[bytes]:

@@ -39,7 +39,13 @@ from ._hits import (
     verified_binary,
     verified_skip,
 )
-from ._rules import RG_WALK_ARGS, is_internal_path, rg_ignore_lines, rules_above
+from ._rules import (
+    RG_WALK_ARGS,
+    is_internal_path,
+    rg_glob_escape,
+    rg_ignore_lines,
+    rules_above,
+)
 
 if TYPE_CHECKING:
     from ...workspace import Workspace
@@ -227,9 +233,17 @@ def _spawn(cmd: list[str], root_fd: int, stdin: IO[bytes] | None) -> subprocess.
 
 
 def grep_rg(
-    rg: str, ws: Workspace, target: str, is_file: bool, q: GrepQuery, budget: Budget
+    rg: str,
+    ws: Workspace,
+    target: str,
+    is_file: bool,
+    q: GrepQuery,
+    budget: Budget,
+    exclude: list[str] | tuple[str, ...] = (),
 ) -> GrepResult:
-    """Search ``target`` (a workspace-relative file or directory) with rg.
+    """Search ``target`` (a workspace-relative file or directory) with rg; the folders
+    ``exclude`` (workspace-relative: virtual environments found by the pre-pass,
+    :func:`._walk.skipped_folders`) are not entered.
 
     Raises:
         ToolError: ``invalid_arguments`` for a pattern or glob rg refuses.
@@ -251,6 +265,8 @@ def grep_rg(
             ignore_file.write("\n".join(lines) + "\n")
             ignore_file.flush()
             cmd[-2:-2] = ["--ignore-file", ignore_file.name]
+        for folder in exclude:
+            cmd[-2:-2] = ["--glob", f"!/{rg_glob_escape(folder)}/"]
         cmd += ["--", target if target != "." else "./"]
     col = _Collector(ws, q, target, is_file)
     try:

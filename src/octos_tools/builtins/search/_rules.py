@@ -8,8 +8,21 @@
   ripgrep does with ``--no-require-git``);
 * nothing named ``.git`` is listed or entered; other hidden files and folders (``.github``,
   ``.env.example``) are kept;
-* octos-tools' own internal files (temporary files of atomic writes, ``.octos-tmp-*``, and
-  the ``.octos`` folder) are never listed or searched;
+* octos-tools' own internal files (what ``octos_tools.workspace.is_internal_temp_name``
+  names: ``.octos-tmp-*`` temporary files and the ``.octos-tmp-state`` folder) are never
+  listed or searched;
+* by default two kinds of folder are listed but not entered, even when no ``.gitignore``
+  names them (Python 3.11's ``venv`` writes none, and many projects have none), because
+  their thousands of third-party files would bury the project's own in every result:
+  a Python virtual environment (a folder holding a ``pyvenv.cfg`` file, PEP 405) and a
+  folder named ``node_modules``. A search that starts inside one (grep's ``path``, or a
+  glob whose literal leading components name it, ``.venv/lib/**/*.py``) searches it
+  normally. Virtual environments are recognised only in the first
+  :data:`VENV_SCAN_DEPTH` levels below the search's start (``.venv``, ``backend/.venv``):
+  the rg engine finds them by a pre-pass over those levels and excludes each with a
+  ``--glob '!/<dir>/'`` override, and the Python walk checks the same levels, so both
+  engines skip the same folders. Results name the folders skipped this way
+  (:func:`default_skip`);
 * global git excludes (``core.excludesFile``), ``.ignore`` / ``.rgignore`` files and
   ignore files above the workspace root are not read.
 
@@ -38,20 +51,28 @@ if TYPE_CHECKING:
     from ...workspace import Workspace
 
 __all__ = [
-    "INTERNAL_DIR",
     "INTERNAL_PREFIX",
     "RG_WALK_ARGS",
+    "SKIPPED_DIR_NAMES",
+    "VENV_MARKER",
+    "VENV_SCAN_DEPTH",
     "IgnoreRules",
+    "default_skip",
     "is_internal_name",
     "is_internal_path",
+    "rg_glob_escape",
     "rg_ignore_lines",
     "rules_above",
 ]
 
 INTERNAL_PREFIX = ".octos-tmp-"
 """Names of octos-tools' temporary files (atomic writes) start with this."""
-INTERNAL_DIR = ".octos"
-"""octos-tools' own folder (journals, state): never listed or searched."""
+SKIPPED_DIR_NAMES = frozenset({"node_modules"})
+"""Folders not entered by default, wherever they are (see the module docstring)."""
+VENV_MARKER = "pyvenv.cfg"
+"""A folder holding this regular file is a Python virtual environment (PEP 405)."""
+VENV_SCAN_DEPTH = 2
+"""Virtual environments are recognised in this many levels below a search's start."""
 _MAX_IGNORE_FILE_BYTES = 1_000_000
 
 RG_WALK_ARGS: tuple[str, ...] = (
@@ -66,19 +87,46 @@ RG_WALK_ARGS: tuple[str, ...] = (
     "--glob",
     f"!{INTERNAL_PREFIX}*",
     "--glob",
-    f"!{INTERNAL_DIR}/",
+    "!node_modules/",
 )
-"""rg flags for the rule above. They go after any ``--glob`` of the user: the last matching
-override wins, so ``.git`` and internal files stay out whatever the user's glob."""
+"""rg flags for the rule above (virtual environments are added per search, see
+:func:`default_skip`). They go after any ``--glob`` of the user: the last matching override
+wins, so ``.git`` and internal files stay out whatever the user's glob. rg never filters the
+folder it is given to search, so a search inside ``node_modules`` works."""
+
+
+def default_skip(name: str, parent_fd: int, depth: int) -> str | None:
+    """Why the folder ``name`` (in the directory open as ``parent_fd``, ``depth`` levels
+    below the search's start, 1 for its entries) is not entered by default, or ``None``.
+
+    Returns ``"node_modules"`` or ``"Python virtual environment"`` (``pyvenv.cfg`` inside,
+    checked only for ``depth <= VENV_SCAN_DEPTH``).
+    """
+    if name in SKIPPED_DIR_NAMES:
+        return "node_modules"
+    if depth > VENV_SCAN_DEPTH:
+        return None
+    try:
+        st = os.stat(f"{name}/{VENV_MARKER}", dir_fd=parent_fd, follow_symlinks=False)
+    except (OSError, ValueError):
+        return None
+    return "Python virtual environment" if stat_mod.S_ISREG(st.st_mode) else None
+
+
+def rg_glob_escape(rel: str) -> str:
+    """``rel`` with rg glob metacharacters escaped by a backslash."""
+    return "".join("\\" + c if c in "*?[]{}\\!" else c for c in rel)
 
 
 def is_internal_name(name: str, is_dir: bool = False) -> bool:
     """Whether ``name`` (one path component) is one of octos-tools' internal files.
 
     Uses ``octos_tools.workspace.is_internal_temp_name`` when the workspace package
-    provides it; also ``.octos-tmp-*`` names and the ``.octos`` folder.
+    provides it; also ``.octos-tmp-*`` names. ``is_dir`` is accepted for callers and
+    unused.
     """
-    if name.startswith(INTERNAL_PREFIX) or (is_dir and name == INTERNAL_DIR):
+    del is_dir
+    if name.startswith(INTERNAL_PREFIX):
         return True
     check = getattr(_workspace_pkg, "is_internal_temp_name", None)
     return bool(check(name)) if check is not None else False

@@ -15,9 +15,20 @@ if TYPE_CHECKING:
     from ...config import Config
     from ...workspace import Workspace
 
-__all__ = ["SearchTool", "check_nul"]
+__all__ = ["SearchTool", "check_nul", "not_entered_note"]
 
 _T = TypeVar("_T")
+
+
+def not_entered_note(folders: list[tuple[str, str]], how: str) -> str:
+    """One line naming the folders not entered by default (``(rel, reason)``, the first
+    5) and ``how`` to search one (``{}``: the first folder's path)."""
+    from ...workspace import text as textcodec
+
+    names = ", ".join(f"{textcodec.display(p)}/ ({r})" for p, r in folders[:5])
+    extra = f" and {len(folders) - 5} more" if len(folders) > 5 else ""
+    hint = how.format(textcodec.display(folders[0][0]))
+    return f"\n\n[not entered by default: {names}{extra}; {hint}]"
 
 
 def check_nul(value: str, what: str) -> None:

@@ -4,7 +4,9 @@ Every directory is opened from its parent's descriptor with ``O_NOFOLLOW``, star
 the workspace root: no symbolic link is followed, and a directory swapped for a link during
 the walk is skipped, never entered. Paths of any length work (nothing is opened by a full
 path, so ``PATH_MAX`` does not apply). Entries come depth first, each directory's entries
-in byte order of their names (``ripgrep --sort path`` order).
+in byte order of their names (``ripgrep --sort path`` order). Folders that
+:func:`._rules.default_skip` names (virtual environments, ``node_modules``) are yielded but
+not entered, unless listed in ``explicit``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from ...workspace import EntryKind
 from ._budget import Budget
-from ._rules import IgnoreRules, is_internal_name, rules_above
+from ._rules import VENV_SCAN_DEPTH, IgnoreRules, default_skip, is_internal_name, rules_above
 
 if TYPE_CHECKING:
     from ...workspace import Workspace
 
-__all__ = ["Found", "open_dir", "walk"]
+__all__ = ["Found", "open_dir", "skipped_folders", "walk"]
 
 _DIR_FLAGS = (
     os.O_RDONLY
@@ -100,6 +102,9 @@ def walk(
     *,
     descend: Callable[[str], bool] | None = None,
     on_error: Callable[[str, OSError], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+    explicit: frozenset[str] = frozenset(),
+    max_depth: int | None = None,
 ) -> Iterator[Found]:
     """Every entry below the directory ``start`` that the rule lets exist.
 
@@ -110,6 +115,11 @@ def walk(
         descend: optional ``rel -> bool``; a directory is entered only when it returns
             ``True`` (its entry is yielded either way).
         on_error: called with ``(rel, error)`` for a directory that cannot be read.
+        on_skip: called with ``(rel, reason)`` for a folder not entered by default
+            (:func:`._rules.default_skip`; checked after ``descend``).
+        explicit: folders the caller names (and their parents): entered even when
+            :func:`._rules.default_skip` would skip them.
+        max_depth: folders this many levels below ``start`` are checked but not entered.
 
     Raises:
         OSError: ``start`` cannot be opened.
@@ -145,6 +155,13 @@ def walk(
             yield Found(rel, name, kind, dfd)
             if not is_dir or (descend is not None and not descend(rel)):
                 continue
+            depth = len(stack)  # ``start``'s own entries are at depth 1
+            if rel not in explicit and (why := default_skip(name, dfd, depth)) is not None:
+                if on_skip is not None:
+                    on_skip(rel, why)
+                continue
+            if max_depth is not None and depth >= max_depth:
+                continue
             budget.check()
             try:
                 sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
@@ -165,3 +182,20 @@ def walk(
         for dfd, *_ in stack:
             with contextlib.suppress(OSError):
                 os.close(dfd)
+
+
+def skipped_folders(ws: Workspace, start: str, budget: Budget) -> list[tuple[str, str]]:
+    """``(rel, reason)`` of the folders not entered by default in the first
+    :data:`._rules.VENV_SCAN_DEPTH` levels below the directory ``start`` (the pre-pass of
+    the rg engine: rg is told to exclude the virtual environments among them; both grep
+    engines report these). A folder that cannot be read is left out.
+
+    Raises:
+        OSError: ``start`` cannot be opened.
+        BudgetExceeded: out of time.
+    """
+    out: list[tuple[str, str]] = []
+    depth = VENV_SCAN_DEPTH
+    for _ in walk(ws, start, budget, on_skip=lambda r, w: out.append((r, w)), max_depth=depth):
+        pass
+    return out
