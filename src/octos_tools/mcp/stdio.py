@@ -12,6 +12,10 @@ our own:
   ``-32600`` / ``-32602`` for a bad envelope, so a client never waits forever.
 * **End of input is not the end of the calls**: when stdin closes, the requests already
   received are finished and answered before the server leaves.
+* **Pipes are served from the event loop**: when stdin / stdout are pipes or sockets they
+  are made non-blocking and read / written with ``anyio.wait_readable`` /
+  ``wait_writable``, instead of a worker-thread hop per read and two per answer (the SDK's
+  ``anyio.wrap_file``); regular files and terminals keep the thread path.
 """
 
 from __future__ import annotations
@@ -126,10 +130,10 @@ class CappedLines:
         self._buffer = bytearray()
         self._skipping: tuple[bytes, bytearray, int] | None = None
         self._pending: list[bytes] = []
-        self._polled = _pollable(fd)
+        self.polled = _pollable(fd)
 
     async def _read(self) -> bytes:
-        if not self._polled:
+        if not self.polled:
             return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
         while True:
             try:
@@ -386,14 +390,17 @@ async def stdio_transport(
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    lines = CappedLines(wire, max_message_bytes)
+    out: PipeWriter | None = None
     try:
-        lines = CappedLines(wire, max_message_bytes)
+        # For a pipe, stdout moves to a private non-blocking duplicate (fd 1 then points at
+        # stderr); otherwise the SDK claims and diverts fd 1 itself.
         out = _stdout_writer()
         async with stdio_server(stdin=lines, stdout=out) as (read_stream, write_stream):  # type: ignore[arg-type]
             reads = _Tracked(read_stream, write_stream, lines)
             yield reads, _WriteTracker(write_stream, reads), lines.eof
     finally:
-        if lines._polled:
+        if lines.polled:
             os.set_blocking(wire, True)
         if out is not None:
             os.set_blocking(out.fd, True)
