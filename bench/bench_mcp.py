@@ -24,7 +24,8 @@ committed, removed afterwards unless ``--npm-dir`` names a folder to reuse).
 
 Run::
 
-    .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--npm-dir DIR]
+    .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
+        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,9 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
+OPS = ["read", "list", "search", "edit", "grep"]
+Figures = dict[str, dict[str, float]]
+"""One round: server label → figure name (``start_s`` or an op) → value."""
 PACKAGE = "@modelcontextprotocol/server-filesystem"
 
 
@@ -90,12 +95,26 @@ READ_TARGET = "src/octos_tools/registry/_registry.py"
 """The file both servers read (33 kB of Python, about 800 lines)."""
 
 
-def octos_target(tree: Path, mode: str) -> Target:
+def _toggle() -> Callable[[], tuple[str, str]]:
+    """``(old, new)`` for the next edit of one tree: the string flips at every call, so the
+    file is right whatever the number of calls and rounds so far."""
+    state = ["Pure bookkeeping", "Pure BOOKKEEPING"]
+
+    def flip() -> tuple[str, str]:
+        old, new = state
+        state.reverse()
+        return old, new
+
+    return flip
+
+
+def octos_target(tree: Path, mode: str, *, src: Path | None = None, label: str = "") -> Target:
     edit_path = "src/octos_tools/lifecycle.py"
 
+    flip = _toggle()
+
     def edit(i: int) -> tuple[str, dict[str, Any]]:
-        a, b = "Pure bookkeeping", "Pure BOOKKEEPING"
-        old, new = (a, b) if i % 2 == 0 else (b, a)
+        old, new = flip()
         return "edit_file", {"path": edit_path, "old_string": old, "new_string": new}
 
     ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
@@ -105,21 +124,26 @@ def octos_target(tree: Path, mode: str) -> Target:
         "edit": edit,
         "grep": lambda i: ("grep", {"pattern": "def execute", "path": "src"}),
     }
+    env = None
+    if src is not None:  # another checkout's ``src`` (a baseline) ahead of the installed one
+        env = {**os.environ, "PYTHONPATH": str(src)}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "octos_tools", "serve", "--workspace", str(tree)],
         cwd=str(tree),
+        env=env,
     )
-    label = "octos-tools" if mode == "legacy" else f"octos-tools ({mode})"
+    label = label or ("octos-tools" if mode == "legacy" else f"octos-tools ({mode})")
     return Target(label, params, ops, mode)
 
 
 def reference_target(tree: Path, entry: Path, version: str) -> Target:
     edit_path = str(tree / "src/octos_tools/lifecycle.py")
 
+    flip = _toggle()
+
     def edit(i: int) -> tuple[str, dict[str, Any]]:
-        a, b = "Pure bookkeeping", "Pure BOOKKEEPING"
-        old, new = (a, b) if i % 2 == 0 else (b, a)
+        old, new = flip()
         return "edit_file", {"path": edit_path, "edits": [{"oldText": old, "newText": new}]}
 
     ops: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
@@ -156,31 +180,70 @@ async def rate(client: Client, op: Callable[[int], tuple[str, dict[str, Any]]], 
     return n / (time.perf_counter() - started)
 
 
-async def measure(target: Target, calls: int, starts: int) -> dict[str, float]:
-    figures: dict[str, float] = {}
-    figures["start_s"] = statistics.median([await time_start(target) for _ in range(starts)])
-    async with Client(target.params, mode=target.mode) as client:
-        await client.list_tools()
-        for op_name, op in target.ops.items():
+async def measure(targets: list[Target], calls: int, starts: int, rounds: int) -> list[Figures]:
+    """Every figure of every target, ``rounds`` times, interleaved finely so that load from
+    other processes falls on all servers alike: start samples alternate server by server,
+    and each op's timed batch runs on every server (all connected at once) before the next
+    round of that op."""
+    out: list[Figures] = [{t.label: {} for t in targets} for _ in range(rounds)]
+    for number in range(rounds):
+        samples: dict[str, list[float]] = {t.label: [] for t in targets}
+        for _ in range(starts):
+            for target in targets:
+                samples[target.label].append(await time_start(target))
+        for target in targets:
+            out[number][target.label]["start_s"] = statistics.median(samples[target.label])
+        print(f"start, round {number + 1} done", file=sys.stderr)
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        for target in targets:
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = client
+        for op_name in OPS:
             n = calls if op_name in ("read", "list") else max(20, calls // 2)
-            figures[op_name] = await rate(client, op, n)
-    return figures
+            for number in range(rounds):
+                for target in targets:
+                    if op_name in target.ops:
+                        figure = await rate(clients[target.label], target.ops[op_name], n)
+                        out[number][target.label][op_name] = figure
+            print(f"{op_name} done", file=sys.stderr)
+    return out
 
 
-def report(results: dict[str, dict[str, float]], ref_label: str) -> str:
-    ops = ["read", "list", "search", "edit", "grep"]
-    labels = list(results)
+def report(rounds: list[Figures], ref_label: str) -> str:
+    """Medians over the rounds; the ratio is the median of the per-round ratios (each
+    round measures every server back to back, so load falls on both alike)."""
+    ops = OPS
+    labels = list(rounds[0])
+    ours_label = labels[0]
+
+    def med(label: str, key: str) -> float | None:
+        values = [r[label][key] for r in rounds if key in r[label]]
+        return statistics.median(values) if values else None
+
+    def ratio(key: str, invert: bool = False) -> str:
+        values = [
+            (r[ref_label][key] / r[ours_label][key])
+            if invert
+            else (r[ours_label][key] / r[ref_label][key])
+            for r in rounds
+            if key in r[ref_label] and key in r[ours_label]
+        ]
+        return f"{statistics.median(values):.2f}×" if values else "n/a"
+
     lines = ["| measure | " + " | ".join(labels) + " | octos-tools / reference |"]
     lines.append("|---" * (len(labels) + 2) + "|")
-    ours = results[labels[0]]
-    ref = results[ref_label]
     for op in ops:
-        cells = [f"{results[lb][op]:.0f}" if op in results[lb] else "n/a" for lb in labels]
-        ratio = f"{ours[op] / ref[op]:.2f}×" if op in ref and op in ours else "n/a"
-        lines.append(f"| {op} (calls/s) | " + " | ".join(cells) + f" | {ratio} |")
-    cells = [f"{results[lb]['start_s']:.2f}" for lb in labels]
-    ratio = f"{ours['start_s'] / ref['start_s']:.2f}×"
-    lines.append("| start to ready (s) | " + " | ".join(cells) + f" | {ratio} |")
+        cells = []
+        for lb in labels:
+            value = med(lb, op)
+            cells.append(f"{value:.0f}" if value is not None else "n/a")
+        lines.append(f"| {op} (calls/s) | " + " | ".join(cells) + f" | {ratio(op)} |")
+    cells = [f"{med(lb, 'start_s') or 0:.3f}" for lb in labels]
+    lines.append(
+        "| start to ready (s) | " + " | ".join(cells) + f" | {ratio('start_s', True)} (speed) |"
+    )
     return "\n".join(lines)
 
 
@@ -190,28 +253,36 @@ async def main_async(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="octos-bench-tree-"))
     try:
         entry, version = install_reference(npm_dir)
+        src = Path(args.src).resolve() if args.src else None
         trees = {}
-        for name in ("octos", "octos-modern", "reference"):
+        for name in ("octos", "octos-modern", "reference", "baseline"):
             tree = work / name
             shutil.copytree(
                 ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__")
             )
             trees[name] = tree.resolve()
         targets = [
-            octos_target(trees["octos"], "legacy"),
-            octos_target(trees["octos-modern"], "auto"),
+            octos_target(trees["octos"], "legacy", src=src),
+            octos_target(trees["octos-modern"], "auto", src=src),
             reference_target(trees["reference"], entry, version),
         ]
-        results: dict[str, dict[str, float]] = {}
-        for target in targets:
-            print(f"measuring {target.label} ...", file=sys.stderr)
-            results[target.label] = await measure(target, args.calls, args.starts)
-        print(report(results, targets[-1].label))
+        if args.baseline:
+            base = Path(args.baseline).resolve()
+            targets.insert(
+                2,
+                octos_target(trees["baseline"], "legacy", src=base, label=f"baseline {base}"),
+            )
+        ref_label = targets[-1].label
+        rounds = await measure(targets, args.calls, args.starts, args.rounds)
+        for number, results in enumerate(rounds):
+            print(f"round {number + 1}:\n{report([results], ref_label)}", file=sys.stderr)
+        print(report(rounds, ref_label))
         node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
         print(
             f"\n{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, node {node.strip()}, "
             f"{args.calls} calls (read, list) / {max(20, args.calls // 2)} (others), "
-            f"start = median of {args.starts}"
+            f"start = median of {args.starts} per round; medians of {args.rounds} "
+            "interleaved rounds; ratio = median of the per-round ratios"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -224,6 +295,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls per op (read, list)")
     parser.add_argument("--starts", type=int, default=3, help="start-to-ready samples")
     parser.add_argument("--npm-dir", help="install (or reuse) the reference server here")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds (all servers each round)"
+    )
+    parser.add_argument("--src", help="serve from this src/ folder instead of the installed one")
+    parser.add_argument(
+        "--baseline",
+        help="another checkout's src/ folder, measured as an extra server (before/after)",
+    )
     anyio.run(main_async, parser.parse_args())
 
 

@@ -73,6 +73,11 @@ logger = logging.getLogger("octos_tools.mcp.server")
 _SESSION_KEY = "octos_tools.mcp_session"
 
 
+PROFILE_ENV = "OCTOS_TOOLS_SERVE_PROFILE"
+"""When set, a stdio ``serve`` runs under :mod:`cProfile` and dumps the stats to this path
+on exit (for ``bench/bench_mcp.py --profile``; see bench/README.md)."""
+
+
 def server_instructions(workspace: str | None) -> str:
     """The ``instructions`` sent to clients: what is confined and what is not, how errors
     read, and how deferred tools are reached."""
@@ -454,7 +459,19 @@ async def run_server(
             )
     if transport == "stdio":
         say(f"octos-tools: serving {where} over stdio ({count} tools)")
-        await server.serve_stdio(exit_on_signal=exit_on_signal)
+        profile_to = os.environ.get(PROFILE_ENV)
+        if not profile_to:
+            await server.serve_stdio(exit_on_signal=exit_on_signal)
+            return
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            await server.serve_stdio(exit_on_signal=exit_on_signal)
+        finally:
+            profiler.disable()
+            profiler.dump_stats(profile_to)
         return
 
     def ready(url: str) -> None:

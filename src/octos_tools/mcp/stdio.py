@@ -12,6 +12,10 @@ our own:
   ``-32600`` / ``-32602`` for a bad envelope, so a client never waits forever.
 * **End of input is not the end of the calls**: when stdin closes, the requests already
   received are finished and answered before the server leaves.
+* **Pipes are served from the event loop**: when stdin / stdout are pipes or sockets they
+  are made non-blocking and read / written with ``anyio.wait_readable`` /
+  ``wait_writable``, instead of a worker-thread hop per read and two per answer (the SDK's
+  ``anyio.wrap_file``); regular files and terminals keep the thread path.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import fcntl
 import logging
 import os
 import re
+import stat
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -124,6 +130,16 @@ class CappedLines:
         self._buffer = bytearray()
         self._skipping: tuple[bytes, bytearray, int] | None = None
         self._pending: list[bytes] = []
+        self.polled = _pollable(fd)
+
+    async def _read(self) -> bytes:
+        if not self.polled:
+            return await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+        while True:
+            try:
+                return os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
 
     def _feed(self, chunk: bytes) -> None:
         start = 0
@@ -161,7 +177,7 @@ class CappedLines:
         while not self._pending:
             if self.eof.is_set():
                 raise StopAsyncIteration
-            chunk = await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+            chunk = await self._read()
             if not chunk:
                 if self._buffer and self._skipping is None:
                     self._pending.append(bytes(self._buffer))
@@ -170,6 +186,75 @@ class CappedLines:
                 continue
             self._feed(chunk)
         return self._pending.pop(0).decode("utf-8", errors="replace")
+
+
+def _pollable(fd: int) -> bool:
+    """Whether ``fd`` is a pipe or socket: then it is switched to non-blocking mode and
+    served from the event loop (``wait_readable`` / ``wait_writable``) instead of one worker
+    thread hop per read and two per written message; a regular file or terminal keeps the
+    thread path (epoll refuses regular files)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return False
+    try:
+        os.set_blocking(fd, False)
+    except OSError:
+        return False
+    return True
+
+
+class PipeWriter:
+    """The text writer handed to the SDK's ``stdio_server`` as ``stdout``: one ``os.write``
+    per message from the event loop for a pipe (waiting with ``wait_writable`` when it is
+    full), instead of ``anyio.wrap_file``'s worker-thread hop for each ``write`` and
+    ``flush``. The SDK calls ``write(json + "\n")`` then ``flush()``.
+
+    Args:
+        fd: the descriptor to write (the SDK's private duplicate of stdout); must already
+            be non-blocking (see :func:`_pollable`).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                sent = os.write(self.fd, data)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+                continue
+            data = data[sent:]
+        return len(text)
+
+    async def flush(self) -> None:
+        return None
+
+
+def _stdout_writer() -> PipeWriter | None:
+    """When fd 1 is a pipe or socket: move the wire to a private non-blocking duplicate,
+    point fd 1 at stderr (as the SDK does, so stray output misses the wire) and return its
+    :class:`PipeWriter`; otherwise ``None`` (the SDK's own thread-backed writer serves)."""
+    try:
+        out, err = os.fstat(1), os.fstat(2)
+    except OSError:
+        return None
+    if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):
+        return None  # stderr is the same pipe (``2>&1``): never make its writes non-blocking
+    try:
+        private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return None
+    if not _pollable(private):
+        os.close(private)
+        return None
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return PipeWriter(private)
 
 
 class _Tracked:
@@ -305,10 +390,20 @@ async def stdio_transport(
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    lines = CappedLines(wire, max_message_bytes)
+    out: PipeWriter | None = None
     try:
-        lines = CappedLines(wire, max_message_bytes)
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        # For a pipe, stdout moves to a private non-blocking duplicate (fd 1 then points at
+        # stderr); otherwise the SDK claims and diverts fd 1 itself.
+        out = _stdout_writer()
+        async with stdio_server(stdin=lines, stdout=out) as (read_stream, write_stream):  # type: ignore[arg-type]
             reads = _Tracked(read_stream, write_stream, lines)
             yield reads, _WriteTracker(write_stream, reads), lines.eof
     finally:
+        if lines.polled:
+            os.set_blocking(wire, True)
+        if out is not None:
+            os.set_blocking(out.fd, True)
+            os.dup2(out.fd, 1)
+            os.close(out.fd)
         os.dup2(wire, 0)
