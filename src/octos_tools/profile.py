@@ -112,7 +112,7 @@ def apply_deferral(
         The names deferred, in registration order.
     """
     max_active = config.lifecycle.max_active
-    if not deferral_enabled(config, defer) or len(registry.specs()) <= max_active:
+    if not deferral_enabled(config, defer) or len(registry.visible_names()) <= max_active:
         return []
     base = registry.lifecycle.base_tools
     keep = set(DEFAULT_LISTED) | base
