@@ -35,6 +35,9 @@ from octos_tools.workspace import Workspace
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc and cgroups"),
     pytest.mark.anyio,
+    # stress tests of process killing (signal-trapping, setsid-ing, forking commands, in both
+    # kill modes): left out of the default run, run by CI with -m slow
+    pytest.mark.slow,
 ]
 
 HAVE_CGROUP = cgroup.cgroup_base() is not None

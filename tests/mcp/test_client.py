@@ -106,6 +106,7 @@ def _alive(pid: int) -> bool:
 POINTS = {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": 4}}
 
 
+@pytest.mark.slow  # fault test: a hung server, a timeout, a restart
 @pytest.mark.anyio
 async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script: Path) -> None:
     config = _config(server_script)

@@ -78,6 +78,7 @@ def _text(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
+@pytest.mark.slow  # load test: 1,000 calls
 async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
     answered: dict[tuple[int, int], str] = {}
     errors: list[str] = []

@@ -132,6 +132,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+@pytest.mark.slow  # crash test: the server killed by a signal mid-call
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_mid_call_exits_and_leaves_no_child(peer: StdioPeer, signum: int) -> None:
     marker = uuid.uuid4().hex
