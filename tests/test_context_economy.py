@@ -98,7 +98,7 @@ async def test_forty_tools_reachable_and_the_request_does_not_grow_with_them(
     for name in mounted.deferred_names():
         found = await session.call("tool_search", {"query": name.replace("_", " "), "limit": 3})
         assert found.success, found.output
-        if name not in [m["name"] for m in json.loads(found.output)["matches"]]:
+        if name not in [m["name"] for m in found.structured_metadata["result"]["matches"]]:
             continue
         # callable: a call reaches the tool (bad arguments are the tool's answer, not a
         # refusal or an unknown name)
@@ -157,7 +157,7 @@ async def test_discovery_ranks_the_right_tool_in_the_top_three(mounted: ToolRegi
     misses: list[str] = []
     for task in tasks:
         result = await session.call("tool_search", {"query": task["task"], "limit": 3})
-        names = [m["name"] for m in json.loads(result.output)["matches"]]
+        names = [m["name"] for m in result.structured_metadata["result"]["matches"]]
         if not set(names) & set(task["tools"]):
             misses.append(f"{task['task']!r}: wanted {task['tools']}, got {names}")
     hits = len(tasks) - len(misses)

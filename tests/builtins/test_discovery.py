@@ -75,9 +75,13 @@ async def _call(registry: ToolRegistry, name: str, args: JSONObject, **ctx: Any)
 
 
 def _json(result: ToolResult) -> JSONObject:
+    """The search answer's data (kept in the metadata; the output is readable text)."""
     assert result.success, result.output
-    data = json.loads(result.output)
+    assert not result.output.lstrip().startswith("{"), "the model reads text, not JSON"
+    data = (result.structured_metadata or {})["result"]
     assert isinstance(data, dict)
+    for item in data.get("matches", data.get("suggestions", [])):
+        assert item["name"] in result.output
     return data
 
 
@@ -230,15 +234,19 @@ async def test_tool_search_exact_name_first_and_limit_clamped() -> None:
 
 
 @pytest.mark.anyio
-async def test_tool_search_load_hint_said_once_and_output_compact() -> None:
+async def test_tool_search_load_hint_said_once_and_output_readable() -> None:
     registry = _registry()
     result = await _call(registry, "tool_search", {"query": "web", "limit": 32})
     data = _json(result)
     deferred = [m for m in data["matches"] if m["state"] == "deferred"]
     assert len(deferred) >= 2
     assert result.output.count("select:name") == 1 and "load" in data
-    assert "\n" not in result.output and ", " not in result.output.split('"matches"')[0]
-    assert result.output == json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{len(data['matches'])} tool(s) for 'web'")
+    for match in data["matches"]:  # one line per tool: name, state, arguments, description
+        line = next(x for x in lines if x.startswith(f"- {match['name']}"))
+        assert (f"[{match['state']}]" in line) is (match["state"] != "active")
+        assert match["description"] in line
 
 
 @pytest.mark.anyio

@@ -35,8 +35,37 @@ MAX_LIMIT = 32
 """Most results one search returns (``limit`` is clamped to 1..32)."""
 
 
-def _dumps(data: JSONObject) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def _render(data: JSONObject, key: str, list_key: str) -> str:
+    """Readable text of a search answer (the same data stays in ``structured_metadata``
+    under ``"result"``): one line per tool, its state when not listed, its arguments
+    (optional ones end in ``?``) and description; with ``select:``, its input schema."""
+    items: list[JSONObject] = data.get(list_key, [])
+    lines: list[str] = []
+    if items:
+        lines.append(
+            f"{len(items)} tool(s) for {data[key]!r} ({data.get('total', len(items))} in "
+            "the catalog):"
+        )
+    else:
+        lines.append(f"No tool matches {data[key]!r}.")
+    for item in items:
+        state = item.get("state", "active")
+        where = "" if state == "active" else f" [{state}]"
+        args = ", ".join(item.get("args", []))
+        head = f"- {item['name']}{where}" + (f"({args})" if "args" in item else "")
+        lines.append(f"{head}: {item.get('description', '')}")
+        schema = item.get("input_schema")
+        if schema is not None:
+            compact = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+            lines.append(f"  input schema: {compact}")
+    if data.get("loaded"):
+        lines.append(f"Loaded (now in your tool list): {', '.join(data['loaded'])}.")
+    if data.get("not_found"):
+        lines.append(f"No tool of these names: {', '.join(data['not_found'])}.")
+    for extra in ("load", "hint"):
+        if data.get(extra):
+            lines.append(str(data[extra]))
+    return "\n".join(lines)
 
 
 def _load_hint(any_deferred: bool) -> str | None:
@@ -112,11 +141,12 @@ class ToolSearchTool(TypedTool):
                 "web page, command, agent...)"
             )
         return ToolResult.ok(
-            _dumps(data),
+            _render(data, self.key, self.list_key),
             structured_metadata={
                 "codex_tool": self.name,
                 self.key: query,
                 self.list_key: [r["name"] for r in results],
+                "result": data,
             },
         )
 
@@ -138,11 +168,12 @@ class ToolSearchTool(TypedTool):
         if missing:
             data["not_found"] = missing
         return ToolResult.ok(
-            _dumps(data),
+            _render(data, self.key, self.list_key),
             structured_metadata={
                 "codex_tool": "tool_search",
                 self.list_key: [e.name for e in found],
                 "loaded": loaded,
+                "result": data,
             },
         )
 
