@@ -3,7 +3,6 @@ LRU eviction back to the limit, discovery over deferred tools."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -133,12 +132,14 @@ async def test_search_finds_deferred_and_never_policy_denied(tmp_path: Path) -> 
     registry = _big_registry(tmp_path, config)
     try:
         found = await registry.execute("tool_search", {"query": "photograph"})
-        data = json.loads(found.output)
+        data = found.structured_metadata["result"]
         assert data["matches"][0]["name"] == "barcode_scanner"
         assert data["matches"][0]["state"] == "deferred"
         assert "web_search" in registry
         for query in ("web_search", "search the web", "internet"):
-            out = json.loads((await registry.execute("tool_search", {"query": query})).output)
+            answer = await registry.execute("tool_search", {"query": query})
+            out = answer.structured_metadata["result"]
+            assert "\n- web_search" not in answer.output
             assert "web_search" not in [m["name"] for m in out["matches"]]
         listing = await registry.execute("activate_tools", {})
         assert "web_search" not in listing.output
@@ -155,8 +156,9 @@ async def test_hard_policy_removed_tool_not_in_discovery(tmp_path: Path) -> None
     registry = _big_registry(tmp_path)
     try:
         registry.apply_policy(ToolPolicy(deny=["barcode_scanner"]))
-        out = json.loads((await registry.execute("tool_search", {"query": "barcode"})).output)
-        assert out["matches"] == []
+        answer = await registry.execute("tool_search", {"query": "barcode"})
+        assert answer.structured_metadata["result"]["matches"] == []
+        assert "barcode_scanner" not in answer.output
         assert "barcode_scanner" not in (await registry.execute("activate_tools", {})).output
     finally:
         await registry.aclose()

@@ -260,6 +260,7 @@ async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls
     seen_single: list[str] = []
     issued_while_writing = 0
     writes_done = anyio.Event()
+    write_pending = False  # between the first write's call and the second write's answer
 
     async def read_batches() -> None:
         nonlocal issued_while_writing
@@ -268,7 +269,7 @@ async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls
         # load some batches are issued while the writer runs
         while (rounds < 30 or not writes_done.is_set()) and rounds < 2000:
             rounds += 1
-            issued_while_writing += writer.running
+            issued_while_writing += write_pending
             results = await session.after_tool_calls(batch)
             seen_batches.append({r.output for r in results})
             await anyio.sleep(0.002)
@@ -283,10 +284,12 @@ async def test_an_exclusive_call_runs_alone_against_batches_and_concurrent_calls
             tg.start_soon(read_batches)
             tg.start_soon(read_single)
             await anyio.sleep(0.01)
+            write_pending = True
             result = await session.call("write_all", {"text": "new"})
             assert result.success
             # a second writer through a batch of its own: also alone
             await session.after_tool_calls([ToolCall("w", "write_all", {"text": "newer"})])
+            write_pending = False
             writes_done.set()
     assert issued_while_writing > 0  # the readers really raced the writer
     assert all(len(outputs) == 1 for outputs in seen_batches), seen_batches
