@@ -19,9 +19,8 @@ __all__ = ["lean_schema"]
 def lean_schema(schema: JSONObject) -> JSONObject:
     """``schema`` with ``anyOf [X, null]`` collapsed to ``X``, ``anyOf`` of plain types
     written as a ``type`` list, defaults that go without saying (``null``, ``false``,
-    ``""``) dropped, ``additionalProperties: true`` dropped from array items (an object of
-    anything says as much) and local ``#/$defs/NAME`` references inlined. Returns a new
-    object."""
+    ``""``) dropped, ``additionalProperties: true`` (JSON Schema's default) dropped and local
+    ``#/$defs/NAME`` references inlined. Returns a new object."""
     defs: dict[str, Any] = dict(schema.get("$defs", {}))
 
     def walk(node: Any) -> Any:
@@ -55,9 +54,8 @@ def lean_schema(schema: JSONObject) -> JSONObject:
             out = {"type": [s["type"] for s in any_of], **out}
         if "default" in out and out["default"] in (None, False, ""):
             del out["default"]
-        items = out.get("items")
-        if isinstance(items, dict) and items.get("additionalProperties") is True:
-            out["items"] = {k: v for k, v in items.items() if k != "additionalProperties"}
+        if out.get("additionalProperties") is True:  # JSON Schema's default: any keys
+            del out["additionalProperties"]
         return out
 
     result = walk(schema)

@@ -26,7 +26,6 @@ from ...errors import ErrorKind, ToolError
 from ...policy import GROUP_DESCRIPTIONS
 from ...tool import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool
-from ._args import LeanArgs
 from .catalog import View
 
 __all__ = ["ActivateToolsTool"]
@@ -34,7 +33,7 @@ __all__ = ["ActivateToolsTool"]
 _Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
-class _ActivateArgs(LeanArgs):
+class _ActivateArgs(ToolArgs):
     tools: list[_Name] | None = Field(
         None, max_length=64, description="Tool names (or group:NAME) to load."
     )

@@ -25,7 +25,6 @@ from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
-from ._args import LeanArgs
 from .catalog import DISCOVERY_TOOLS, View
 from .ranking import rank
 
@@ -77,14 +76,14 @@ def _load_hint(any_deferred: bool) -> str | None:
     )
 
 
-class _SearchArgs(LeanArgs):
+class _SearchArgs(ToolArgs):
     query: str = Field(
         min_length=1, max_length=1000, description="The task in a few words, or select:a,b"
     )
     limit: int = Field(8, description="Most results")
 
 
-class _SuggestArgs(LeanArgs):
+class _SuggestArgs(ToolArgs):
     task: str = Field(min_length=1, max_length=2000, description="What you want to do.")
     limit: int = Field(5, description="Most suggestions")
 

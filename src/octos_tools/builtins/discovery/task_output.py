@@ -22,7 +22,6 @@ from ...errors import ErrorKind, ToolError
 from ...tasks import TaskRecord
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool, format_validation_error
-from ._args import LeanArgs
 from .catalog import registry_of
 
 __all__ = ["DEFAULT_LINES", "MAX_LINES", "MAX_OUTPUT_BYTES", "ReadTaskOutputTool"]
@@ -154,7 +153,7 @@ def _line_range(fh: BinaryIO, start: int, end: int) -> str:
 _ReadMode = Literal["head", "tail", "grep", "line_range", "file"]
 
 
-class _Mode(LeanArgs):
+class _Mode(ToolArgs):
     kind: _ReadMode
     lines: int | None = Field(None, description="head/tail: 1-500 (default 50)")
     pattern: str | None = Field(None, description="grep: plain text")
@@ -167,7 +166,7 @@ class _Mode(LeanArgs):
     )
 
 
-class _LineMode(LeanArgs):
+class _LineMode(ToolArgs):
     """The inner mode of ``file``: a head / tail / grep / line_range mode."""
 
     kind: _ReadMode
@@ -178,7 +177,7 @@ class _LineMode(LeanArgs):
     end: int | None = None
 
 
-class _ReadArgs(LeanArgs):
+class _ReadArgs(ToolArgs):
     task_handle: str = Field(min_length=1, max_length=200)
     mode: _Mode | None = None
 
