@@ -148,6 +148,28 @@ class AgentHub:
         extra = ctx.extras.get("spawn_delegate")
         return extra if extra is not None and hasattr(extra, "run") else None
 
+    def runner_for(self, ctx: ToolContext, missing: str) -> SpawnDelegate:
+        """The delegate a new sub-agent of this call runs on.
+
+        Args:
+            ctx: the call's context (its ``spawn_depth`` and extras).
+            missing: the message when no delegate is attached.
+
+        Raises:
+            ToolError: ``policy_denied`` at the nesting limit (:data:`MAX_SPAWN_DEPTH`);
+                ``not_configured`` (``missing``) when no delegate is attached.
+        """
+        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
+            raise ToolError(
+                ErrorKind.POLICY_DENIED,
+                f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
+                f"{MAX_SPAWN_DEPTH}); do the work yourself",
+            )
+        delegate = self.delegate_for(ctx)
+        if delegate is None:
+            raise ToolError(ErrorKind.NOT_CONFIGURED, missing)
+        return delegate
+
     def record(self, agent_id: str) -> TaskRecord:
         """The task of ``agent_id``.
 
@@ -313,18 +335,9 @@ class SpawnAgentTool(_AgentTool):
     concurrency_class = ConcurrencyClass.EXCLUSIVE
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
-            raise ToolError(
-                ErrorKind.POLICY_DENIED,
-                f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
-                f"{MAX_SPAWN_DEPTH}); do the work yourself",
-            )
-        delegate = self.hub.delegate_for(ctx)
-        if delegate is None:
-            raise ToolError(
-                ErrorKind.NOT_CONFIGURED,
-                "no sub-agent runner is attached to this session; do the task yourself",
-            )
+        delegate = self.hub.runner_for(
+            ctx, "no sub-agent runner is attached to this session; do the task yourself"
+        )
         text = str(args.get("task") or args.get("message") or "").strip()
         items = args.get("items") or []
         if items:
@@ -552,19 +565,11 @@ class DelegateTool(_AgentTool):
             )
         if not task:
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "delegate requires `task`", field="task")
-        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
-            raise ToolError(
-                ErrorKind.POLICY_DENIED,
-                f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
-                f"{MAX_SPAWN_DEPTH}); do the work yourself",
-            )
-        delegate = self.hub.delegate_for(ctx)
-        if delegate is None:
-            raise ToolError(
-                ErrorKind.NOT_CONFIGURED,
-                "delegate requires the session runtime to register a spawn_agent delegate; "
-                "do the task yourself",
-            )
+        delegate = self.hub.runner_for(
+            ctx,
+            "delegate requires the session runtime to register a spawn_agent delegate; "
+            "do the task yourself",
+        )
         request = SpawnRequest(
             task=task,
             label=f"delegate-{role}",
