@@ -9,9 +9,8 @@ from pydantic import Field
 
 from ...tool import ToolResult
 from ...typed import ToolArgs
-from ...workspace import Entry
+from ...workspace import Entry, is_internal_temp_name
 from ...workspace import text as textcodec
-from ._rules import is_internal_name
 from ._tool import SearchTool
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ class ListDirTool(SearchTool):
         path = args.path or "."
         rel = ws.relpath(path)
         entries = await self._bounded(lambda _b: ws.list_dir(path))
-        entries = [e for e in entries if not is_internal_name(e.name, e.kind == "dir")]
+        entries = [e for e in entries if not is_internal_temp_name(e.name)]
         if not entries:
             return ToolResult.ok(
                 f"Directory {rel} is empty.", structured_metadata={"path": rel, "entries": 0}

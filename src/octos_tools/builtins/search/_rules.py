@@ -43,7 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ... import workspace as _workspace_pkg
+from ...workspace._tempnames import TMP_PREFIX as INTERNAL_PREFIX
+from ...workspace._tempnames import is_internal_temp_name
 
 if TYPE_CHECKING:
     import regex
@@ -58,14 +59,12 @@ __all__ = [
     "VENV_SCAN_DEPTH",
     "IgnoreRules",
     "default_skip",
-    "is_internal_name",
     "is_internal_path",
     "rg_glob_escape",
     "rg_ignore_lines",
     "rules_above",
 ]
 
-INTERNAL_PREFIX = ".octos-tmp-"
 """Names of octos-tools' temporary files (atomic writes) start with this."""
 SKIPPED_DIR_NAMES = frozenset({"node_modules"})
 """Folders not entered by default, wherever they are (see the module docstring)."""
@@ -118,20 +117,6 @@ def rg_glob_escape(rel: str) -> str:
     return "".join("\\" + c if c in "*?[]{}\\!" else c for c in rel)
 
 
-def is_internal_name(name: str, is_dir: bool = False) -> bool:
-    """Whether ``name`` (one path component) is one of octos-tools' internal files.
-
-    Uses ``octos_tools.workspace.is_internal_temp_name`` when the workspace package
-    provides it; also ``.octos-tmp-*`` names. ``is_dir`` is accepted for callers and
-    unused.
-    """
-    del is_dir
-    if name.startswith(INTERNAL_PREFIX):
-        return True
-    check = getattr(_workspace_pkg, "is_internal_temp_name", None)
-    return bool(check(name)) if check is not None else False
-
-
 _Compiled = tuple[tuple["regex.Pattern[str]", bool], ...]
 """Per pattern: its regex (matching a path itself) and whether it ignores (``False``: a
 ``!`` negation)."""
@@ -178,8 +163,7 @@ def _spec(lines: Iterable[str]) -> _Compiled | None:
 
 def is_internal_path(rel: str) -> bool:
     """Whether any component of the workspace-relative ``rel`` is an internal name."""
-    parts = rel.split("/")
-    return any(is_internal_name(p, i < len(parts) - 1) for i, p in enumerate(parts))
+    return any(is_internal_temp_name(p) for p in rel.split("/"))
 
 
 def _verdict(spec: _Compiled, path: str) -> bool | None:

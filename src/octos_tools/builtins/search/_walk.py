@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...workspace import EntryKind
+from ...workspace import EntryKind, is_internal_temp_name
 from ._budget import Budget
-from ._rules import VENV_SCAN_DEPTH, IgnoreRules, default_skip, is_internal_name, rules_above
+from ._rules import VENV_SCAN_DEPTH, IgnoreRules, default_skip, rules_above
 
 if TYPE_CHECKING:
     from ...workspace import Workspace
@@ -147,7 +147,7 @@ def walk(
             budget.check()  # every entry: one ignore check may take a while (hostile rules)
             _, name, kind = entries[idx]
             is_dir = kind == "dir"
-            if name == ".git" or is_internal_name(name, is_dir):
+            if name == ".git" or is_internal_temp_name(name):
                 continue
             rel = f"{prefix}/{name}" if prefix else name
             if not rules.empty and rules.ignored(rel, is_dir):
