@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -26,30 +25,14 @@ from octos_tools.builtins.runtime import (
 )
 from octos_tools.config import Config, ShellConfig
 from octos_tools.context import ApprovalRequest, ToolContext
-from octos_tools.errors import ErrorKind, ToolError
+from octos_tools.errors import ErrorKind
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
+from .runtime_helpers import call, living, marker
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
-
-
-def marker() -> str:
-    """A unique sleep duration, so ``ps`` finds only this test's processes."""
-    return f"{4000 + uuid.uuid4().int % 5000}.{uuid.uuid4().int % 1000:03d}"
-
-
-def living(mark: str) -> list[str]:
-    """Processes (not zombies) whose command line contains ``mark``."""
-    out = subprocess.run(
-        ["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True, check=True
-    ).stdout
-    found = []
-    for line in out.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) == 3 and mark in parts[2] and not parts[1].startswith("Z"):
-            found.append(line.strip())
-    return found
 
 
 def our_zombies() -> list[str]:
@@ -68,13 +51,6 @@ async def gone(mark: str, within: float = 5.0) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
-
-
-async def call(tool: Tool, args: JSONObject, ctx: ToolContext | None = None) -> ToolResult:
-    try:
-        return await tool.execute_with_context(ctx or ToolContext(), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -25,12 +23,13 @@ from octos_tools.builtins.runtime import (
     tools,
 )
 from octos_tools.config import Config, ShellConfig
-from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
+
+from .runtime_helpers import call, living, marker
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc and cgroups"),
@@ -43,24 +42,6 @@ pytestmark = [
 HAVE_CGROUP = cgroup.cgroup_base() is not None
 
 
-def marker() -> str:
-    """A unique sleep duration, so ``ps`` finds only this test's processes."""
-    return f"{4000 + uuid.uuid4().int % 5000}.{uuid.uuid4().int % 1000:03d}"
-
-
-def living(mark: str) -> list[str]:
-    """Processes (not zombies) whose command line contains ``mark``."""
-    out = subprocess.run(
-        ["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True, check=True
-    ).stdout
-    found = []
-    for line in out.splitlines():
-        parts = line.split(None, 2)
-        if len(parts) == 3 and mark in parts[2] and not parts[1].startswith("Z"):
-            found.append(line.strip())
-    return found
-
-
 async def survivors(mark: str, within: float = 3.0) -> list[str]:
     """What is still alive with ``mark`` after ``within`` seconds (polling)."""
     deadline = time.monotonic() + within
@@ -69,13 +50,6 @@ async def survivors(mark: str, within: float = 3.0) -> list[str]:
         if not alive or time.monotonic() > deadline:
             return alive
         await asyncio.sleep(0.05)
-
-
-async def call(tool: Tool, args: JSONObject) -> ToolResult:
-    try:
-        return await tool.execute_with_context(ToolContext(), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
 
 
 @pytest.fixture(params=["cgroup", "proc-walk"])

@@ -17,19 +17,11 @@ from octos_tools.builtins.runtime import (
 )
 from octos_tools.builtins.runtime.capture import incomplete_utf8_suffix
 from octos_tools.config import ShellConfig
-from octos_tools.context import ToolContext
-from octos_tools.errors import ToolError
-from octos_tools.tool import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
+from .runtime_helpers import call
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shells and ptys")
-
-
-async def call(tool: Tool, args: JSONObject) -> ToolResult:
-    try:
-        return await tool.execute_with_context(ToolContext(), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
 
 
 @pytest.mark.parametrize(
