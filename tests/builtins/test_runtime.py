@@ -30,7 +30,7 @@ from octos_tools.registry import ToolRegistry
 from octos_tools.tool import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
-from .runtime_helpers import call, living, marker
+from .tool_helpers import call, living, marker
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 

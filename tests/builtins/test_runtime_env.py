@@ -26,7 +26,7 @@ from octos_tools.builtins.runtime import (
 from octos_tools.config import ShellConfig
 from octos_tools.workspace import Workspace
 
-from .runtime_helpers import call
+from .tool_helpers import call
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shells")
 

@@ -29,7 +29,7 @@ from octos_tools.session import ToolSession
 from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
 
-from .runtime_helpers import call, living, marker
+from .tool_helpers import call, living, marker
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc and cgroups"),

@@ -10,10 +10,10 @@ import pytest
 
 from octos_tools.builtins import search
 from octos_tools.config import Config
-from octos_tools.context import ToolContext
-from octos_tools.errors import ToolError
 from octos_tools.tool import ConcurrencyClass, ToolResult
 from octos_tools.workspace import Workspace
+
+from .tool_helpers import call_in as run
 
 pytestmark = pytest.mark.anyio
 
@@ -39,14 +39,6 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def ws(root: Path) -> Workspace:
     return Workspace(root)
-
-
-async def run(tool: Any, ws: Workspace, args: dict[str, Any]) -> ToolResult:
-    try:
-        result: ToolResult = await tool.execute_with_context(ToolContext(workspace=ws), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
-    return result
 
 
 async def grep(ws: Workspace, engine: str, **args: Any) -> ToolResult:

@@ -10,10 +10,10 @@ import pytest
 
 from octos_tools.builtins import search
 from octos_tools.config import Config
-from octos_tools.context import ToolContext
-from octos_tools.errors import ToolError
 from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
+
+from .tool_helpers import call_in as call
 
 pytestmark = pytest.mark.anyio
 
@@ -42,14 +42,6 @@ def ws(tmp_path: Path) -> Workspace:
     for i in range(150):  # more venv files than glob's limit
         (root / ".venv" / "lib" / f"m{i}.py").write_text("needle many\n")
     return Workspace(root)
-
-
-async def call(tool: Any, ws: Workspace, args: dict[str, Any]) -> ToolResult:
-    try:
-        result: ToolResult = await tool.execute_with_context(ToolContext(workspace=ws), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
-    return result
 
 
 async def grep(ws: Workspace, engine: str, **args: Any) -> ToolResult:

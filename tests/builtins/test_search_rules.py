@@ -14,10 +14,9 @@ from octos_tools.builtins.search._budget import Budget
 from octos_tools.builtins.search._rules import RG_WALK_ARGS
 from octos_tools.builtins.search._walk import walk
 from octos_tools.config import Config
-from octos_tools.context import ToolContext
-from octos_tools.errors import ToolError
-from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
+
+from .tool_helpers import call_in as call
 
 pytestmark = pytest.mark.anyio
 
@@ -73,14 +72,6 @@ def tree(tmp_path: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     return root
-
-
-async def call(tool: Any, ws: Workspace, args: dict[str, Any]) -> ToolResult:
-    try:
-        result: ToolResult = await tool.execute_with_context(ToolContext(workspace=ws), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
-    return result
 
 
 def walked_files(ws: Workspace, start: str = ".") -> set[str]:

@@ -1,4 +1,4 @@
-"""Helpers shared by the command-tool tests: call a tool directly, find its processes."""
+"""Helpers shared by the built-in tool tests: call a tool directly, find its processes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import uuid
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
 from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.workspace import Workspace
 
 
 async def call(tool: Tool, args: JSONObject, ctx: ToolContext | None = None) -> ToolResult:
@@ -17,6 +18,11 @@ async def call(tool: Tool, args: JSONObject, ctx: ToolContext | None = None) -> 
         return await tool.execute_with_context(ctx or ToolContext(), args)
     except ToolError as exc:
         return ToolResult.from_error(exc)
+
+
+async def call_in(tool: Tool, ws: Workspace, args: JSONObject) -> ToolResult:
+    """:func:`call` with a context whose workspace is ``ws``."""
+    return await call(tool, args, ToolContext(workspace=ws))
 
 
 def marker() -> str:
