@@ -77,7 +77,7 @@ class ToolArgs(BaseModel):
 
     # defer_build: a model's validator is built on its first call, not at import: a one-shot
     # ``octos-tools call`` imports every built-in family but validates one tool's arguments.
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=False)
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=False, defer_build=True)
 
 
 def json_schema_of(model: type[BaseModel]) -> JSONObject:

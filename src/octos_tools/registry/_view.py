@@ -232,8 +232,8 @@ class ToolView:
         return specs
 
     def visible_names(self) -> list[str]:
-        """Names in :meth:`specs`, in registration order."""
-        return [s.name for s in self.specs()]
+        """Names in :meth:`specs`, in registration order (no spec is built for this)."""
+        return [name for name in self.registry._tools if self.is_visible(name)]
 
     def catalog(self) -> list[CatalogEntry]:
         """The live catalog: every tool a policy allows, deferred ones included, never a
