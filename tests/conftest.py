@@ -62,6 +62,21 @@ def _rewrite_test_modules(config: pytest.Config) -> None:
         _write_pyc(state, co, source_hash, pyc)
 
 
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """After a failed run in random order (pytest-randomly), say how to repeat that order:
+    ``-q`` hides the header line that names the seed."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and exitstatus not in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.NO_TESTS_COLLECTED,
+    ):
+        terminalreporter.write_line(
+            f"tests ran in random order: repeat that order with --randomly-seed={seed}"
+        )
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Run ``@pytest.mark.anyio`` tests on asyncio (the backend hosts use)."""
