@@ -1,7 +1,8 @@
-"""The command line contract of DESIGN.md §6. What the process boundary decides (exit
-status, ``python -m`` and the script, a call's sessions ending with its process, the width
-of a real terminal-less process) runs as a separate process; the rest runs the same entry
-point in process (``run_in_process``)."""
+"""The command line contract of DESIGN.md §6. What the process boundary decides (``--version``
+and a call with its exit status, ``python -m`` and the script, a call's sessions ending with
+its process) runs as a separate process; the rest runs the same entry point in process
+(``run_in_process``). tests/test_cli_usability.py and the README's shell block (in
+tests/test_docs.py) run every subcommand as a process too."""
 
 from __future__ import annotations
 
@@ -93,11 +94,16 @@ def test_plain_output(ws: Path) -> None:
 
 
 def test_usage_errors_exit_2(ws: Path, tmp_path: Path) -> None:
-    assert run("call").returncode == 2
-    assert run("call", "read_file", "{}", "--workspace", str(tmp_path / "missing")).returncode == 2
+    assert run_in_process("call").returncode == 2
+    assert (
+        run_in_process(
+            "call", "read_file", "{}", "--workspace", str(tmp_path / "missing")
+        ).returncode
+        == 2
+    )
     cfg = tmp_path / "bad.json"
     cfg.write_text('{"tool_polcy": {}}')
-    proc = run("call", "read_file", "{}", "--workspace", str(ws), "--config", str(cfg))
+    proc = run_in_process("call", "read_file", "{}", "--workspace", str(ws), "--config", str(cfg))
     assert proc.returncode == 2 and "tool_polcy" in proc.stderr.decode()
 
 
@@ -212,7 +218,7 @@ def test_tools_table_never_cuts_a_name_at_80_columns(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    proc = run("tools", "--tokens", "--workspace", str(ws))
+    proc = run_in_process("tools", "--tokens", "--workspace", str(ws))
     out = proc.stdout.decode()
     assert proc.returncode == 0 and "…" not in out
     for name in ("request_user_input", "read_task_output", "code_structure", "activate_tools"):
