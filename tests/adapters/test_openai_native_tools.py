@@ -153,10 +153,10 @@ async def test_shell_exit_codes_and_cwd(root: Path) -> None:
 
 async def test_shell_timeout_kills_the_process_group(root: Path) -> None:
     pidfile = root / "child.pid"
+    executor = shell_in(root)  # the SDK is imported here, before the clock starts
+    request = _request(f"sleep 60 & echo $! > {pidfile}; sleep 60", "echo never", timeout_ms=1000)
     started = time.monotonic()
-    result = await shell_in(root)(
-        _request(f"sleep 60 & echo $! > {pidfile}; sleep 60", "echo never", timeout_ms=1000)
-    )
+    result = await executor(request)
     elapsed = time.monotonic() - started
     assert len(result.output) == 1  # the command after a timeout is not started
     assert result.output[0].outcome.type == "timeout"
