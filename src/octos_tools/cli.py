@@ -182,14 +182,19 @@ def _load(config: Path | None, read_only: bool = False) -> Config:
     return cfg
 
 
-def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
-    from .profile import build_registry
+def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -> ToolRegistry:
+    """The registry of a command; for ``call`` (``call`` names the tool), only what that
+    call needs (:func:`~octos_tools.profile.build_call_registry`)."""
+    from .profile import build_call_registry, build_registry
 
     root = workspace if workspace is not None else cfg.workspace
     if root is not None and not Path(root).is_dir():
         _usage_error(f"workspace {str(root)!r} is not an existing directory")
     try:
-        registry = build_registry(cfg, root)
+        if call is not None:
+            registry = build_call_registry(call, cfg, root)
+        else:
+            registry = build_registry(cfg, root)
     except OctosToolsError as exc:
         _usage_error(str(exc))
     _report_plugins(registry)
@@ -205,9 +210,12 @@ def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
 
 
 def _known_names(registry: ToolRegistry) -> set[str]:
-    from .builtins import MISSING_EXTRAS
+    """Every tool name a policy may mean: registered, removed by a policy, missing its
+    extra, or built in (a call's registry holds only the families the call needs)."""
+    from .builtins import BUILTIN_TOOLS, MISSING_EXTRAS
 
-    return set(registry.names()) | set(registry.removed_by_policy()) | set(MISSING_EXTRAS)
+    names = set(registry.names()) | set(registry.removed_by_policy()) | set(MISSING_EXTRAS)
+    return names | BUILTIN_TOOLS
 
 
 def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
@@ -274,7 +282,7 @@ def call(
     """
     cfg = _load(config, read_only)
     raw: str | bytes = args if args is not None else _read_stdin()
-    registry = _registry(cfg, workspace)
+    registry = _registry(cfg, workspace, call=tool)
     # Start the configured MCP servers only when the call may be for one of their tools:
     # a built-in call should not pay for starting every mounted server.
     builtin = tool in registry or tool in registry.removed_by_policy()
