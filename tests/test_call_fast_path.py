@@ -300,3 +300,20 @@ def test_default_config_lists_are_not_shared() -> None:
     a, b = default_config(), default_config()
     assert a.deferred_groups == b.deferred_groups
     assert a.deferred_groups is not b.deferred_groups
+
+
+def test_config_defaults_without_a_factory_are_immutable() -> None:
+    """``default_config`` shares such defaults between configurations: they must not be
+    mutable (a list or dict default has to be a ``default_factory``)."""
+    from octos_tools import config as module
+
+    models = [
+        m
+        for m in vars(module).values()
+        if isinstance(m, type) and issubclass(m, module._Model) and m is not module._Model
+    ]
+    assert len(models) >= 10
+    for model in models:
+        for name, info in model.model_fields.items():
+            if info.default_factory is None and not info.is_required():
+                assert isinstance(info.default, (type(None), bool, int, float, str)), (model, name)

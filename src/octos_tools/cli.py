@@ -36,11 +36,10 @@ import anyio
 import typer
 
 from ._version import __version__
-from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import resolve_provider_policy
 
 if TYPE_CHECKING:
+    from .config import Config
     from .registry import ToolRegistry
     from .tokens import TokenReport
     from .tool import ToolResult, ToolSpec
@@ -172,6 +171,8 @@ def _usage_error(message: str) -> NoReturn:
 
 
 def _load(config: Path | None, read_only: bool = False) -> Config:
+    from .config import load_config  # pydantic: not for --version or --help
+
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -197,7 +198,8 @@ def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -
             registry = build_registry(cfg, root)
     except OctosToolsError as exc:
         _usage_error(str(exc))
-    _report_plugins(registry)
+    if cfg.plugins:
+        _report_plugins(registry)
     _check_policy_names(registry, cfg)
     if logger.isEnabledFor(logging.INFO):  # listing builds every spec: only when asked
         logger.info(
@@ -580,6 +582,8 @@ def policy_explain(
     The verdict is the registry's own (the same check every call goes through); the steps
     show each policy in the order they apply, then whether the tool is shown to the model.
     """
+    from .policy import resolve_provider_policy
+
     cfg = _load(config, read_only)
     if provider or model:
         cfg = cfg.model_copy(

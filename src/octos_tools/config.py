@@ -427,13 +427,17 @@ def _format_validation_error(exc: ValidationError, source: str) -> str:
 def _construct_defaults(cls: type[_M]) -> _M:
     """``cls()`` without validation: every field at its default, sections built the same
     way (a default is valid by construction; ``tests/test_call_fast_path.py`` checks the
-    result equals ``cls()``)."""
-    sections: dict[str, Any] = {}
+    result equals ``cls()``). Every value is passed, so pydantic inspects no factory."""
+    values: dict[str, Any] = {}
     for name, info in cls.model_fields.items():
         factory = info.default_factory
-        if isinstance(factory, type) and issubclass(factory, _Model):
-            sections[name] = _construct_defaults(factory)
-    return cls.model_construct(_fields_set=set(), **sections)
+        if factory is None:
+            values[name] = info.default  # immutable: None, a number, a bool or a string
+        elif isinstance(factory, type) and issubclass(factory, _Model):
+            values[name] = _construct_defaults(factory)
+        else:
+            values[name] = factory()  # type: ignore[call-arg]
+    return cls.model_construct(_fields_set=set(), **values)
 
 
 def default_config() -> Config:
