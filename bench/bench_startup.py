@@ -4,6 +4,9 @@ bench/README.md, "Start-up, round 3").
 Cases, each one fresh process, interleaved run by run so that machine load hits each alike:
 
 * ``python -c pass``: the interpreter alone (the floor of every other case);
+* ``floor: pydantic+typer+anyio``: what no change of ours can remove from a call process:
+  one pydantic model with a ``Field`` built and validated (the tool's arguments), a typer
+  app with two commands run, one ``anyio.run`` (see :data:`FLOOR`);
 * ``import octos_tools``: the package module (target ≤ 60 ms);
 * ``octos-tools --version``: the command's own start (typer, the app);
 * ``octos-tools call read_file``: one call process,
@@ -45,6 +48,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CALL_ARGS = '{"path":"src/octos_tools/tool.py","end_line":3}'
+
+#: The libraries' share of a call process, without any octos-tools code.
+FLOOR = """
+from pydantic import BaseModel, Field
+class Args(BaseModel):
+    path: str = Field(description="a path")
+Args.model_validate_json('{"path": "x"}')
+import typer
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+@app.command()
+def call(tool: str, args: str) -> None:
+    import anyio
+    async def run() -> None:
+        pass
+    anyio.run(run)
+@app.command()
+def other() -> None:
+    pass
+app(["call", "read_file", "{}"])
+"""
 
 
 @dataclass
@@ -149,6 +172,7 @@ def main() -> None:
     cmd = _command()
     cases = [
         Case("python -c pass", [sys.executable, "-c", "pass"], octos=False),
+        Case("floor: pydantic+typer+anyio", [sys.executable, "-c", FLOOR], octos=False),
         Case("import octos_tools", [sys.executable, "-c", "import octos_tools"]),
         Case("octos-tools --version", [*cmd, "--version"]),
         Case(
