@@ -317,3 +317,42 @@ def test_config_defaults_without_a_factory_are_immutable() -> None:
         for name, info in model.model_fields.items():
             if info.default_factory is None and not info.is_required():
                 assert isinstance(info.default, (type(None), bool, int, float, str)), (model, name)
+
+
+# ---------------------------------------------------------------- one command built
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["call", "--help"],
+        ["-v", "tools", "--help"],
+        ["policy", "--help"],
+        ["policy", "explain", "--help"],
+        ["contract", "--help"],
+        ["serve", "--help"],
+        ["--help"],
+        ["cal", "x"],
+        ["call"],
+    ],
+)
+def test_the_trimmed_app_answers_as_the_whole_app(args: list[str]) -> None:
+    from octos_tools.cli import _app_for
+
+    runner = CliRunner()
+    trimmed, whole = runner.invoke(_app_for(args), args), runner.invoke(app, args)
+    assert (trimmed.exit_code, trimmed.output) == (whole.exit_code, whole.output)
+
+
+def test_the_trimmed_app_holds_the_named_command_only() -> None:
+    from octos_tools.cli import _app_for
+
+    call = _app_for(["-v", "call", "read_file", "{}"])
+    assert [c.callback.__name__ for c in call.registered_commands if c.callback] == ["call"]
+    assert call.registered_groups == []
+    policy = _app_for(["policy", "explain", "shell"])
+    assert policy.registered_commands == [] and [g.name for g in policy.registered_groups] == [
+        "policy"
+    ]
+    assert _app_for(["--help"]) is app and _app_for(["nope"]) is app and _app_for([]) is app
+    assert len(app.registered_commands) == 4  # the whole app is left as it was
