@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -47,6 +47,7 @@ __all__ = [
     "ShellConfig",
     "WebConfig",
     "WebSearchProviderConfig",
+    "default_config",
     "load_config",
 ]
 
@@ -77,8 +78,12 @@ DEFAULT_BASE_TOOLS: tuple[str, ...] = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # defer_build: a validator is built when a model first validates (a config file, an
+    # explicit ``Config(...)``), not at import; the defaults need none (:func:`default_config`)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
+
+_M = TypeVar("_M", bound=_Model)
 
 _ENTRY_RE = re.compile(r"^(group:[A-Za-z0-9_:.-]+|[A-Za-z0-9_.-]*\*?)$")
 _MAX_PATH_BYTES = 4096
@@ -419,6 +424,29 @@ def _format_validation_error(exc: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: {text}"
 
 
+def _construct_defaults(cls: type[_M]) -> _M:
+    """``cls()`` without validation: every field at its default, sections built the same
+    way (a default is valid by construction; ``tests/test_call_fast_path.py`` checks the
+    result equals ``cls()``). Every value is passed, so pydantic inspects no factory."""
+    values: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        factory = info.default_factory
+        if factory is None:
+            values[name] = info.default  # immutable: None, a number, a bool or a string
+        elif isinstance(factory, type) and issubclass(factory, _Model):
+            values[name] = _construct_defaults(factory)
+        else:
+            values[name] = factory()  # type: ignore[call-arg]
+    return cls.model_construct(_fields_set=set(), **values)
+
+
+def default_config() -> Config:
+    """The default configuration, equal to ``Config()`` (same values, no field set), built
+    without validating: no pydantic validator is generated for it, which keeps a process
+    that reads no config file (``octos-tools call``) from building one for every section."""
+    return _construct_defaults(Config)
+
+
 def load_config(path: str | os.PathLike[str] | None) -> Config:
     """Read a JSON (``.json``) or TOML (``.toml``, or anything else that parses as TOML) file.
 
@@ -431,7 +459,7 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
             regular file, too large, does not parse, or does not validate.
     """
     if path is None:
-        return Config()
+        return default_config()
     p = Path(path)
     data = read_config_data(p)
     config = Config.from_mapping(data, source=str(p))
