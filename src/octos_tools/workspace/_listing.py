@@ -84,6 +84,23 @@ class Listing(PathResolver):
         finally:
             os.close(fd)
 
+    def list_small_dir(self, path: str | os.PathLike[str], max_bytes: int) -> list[Entry] | None:
+        """:meth:`list_dir` of a directory whose own size (``st_size``, which grows with its
+        entries on every common file system) is at most ``max_bytes``; ``None`` for a bigger
+        one, unread. Lets a caller list small folders without a worker thread.
+
+        Raises:
+            PathError: as :meth:`list_dir`.
+        """
+        parts = self._parts(path)
+        fd = self._open_dir(parts, "/".join(parts) or ".")
+        try:
+            if os.fstat(fd).st_size > max_bytes:
+                return None
+            return scan(fd)
+        finally:
+            os.close(fd)
+
     def walk(
         self,
         path: str | os.PathLike[str] = ".",

@@ -22,6 +22,9 @@ MAX_LIST_ENTRIES = 1000
 """list_dir shows at most this many entries and says how many were left out."""
 
 _KIND_ORDER = {"dir": 0, "file": 1, "symlink": 2, "other": 3}
+_INLINE_DIR_BYTES = 32 << 10
+"""Folders up to this ``st_size`` (some hundreds of entries) are listed on the event loop (a
+worker-thread hop costs more than the listing); bigger ones in a worker thread."""
 
 
 class ListDirTool(SearchTool):
@@ -49,7 +52,8 @@ class ListDirTool(SearchTool):
         ws = self.workspace_for(ctx)
         path = args.path or "."
         rel = ws.relpath(path)
-        entries = await self._bounded(lambda _b: ws.list_dir(path))
+        small = ws.list_small_dir(path, _INLINE_DIR_BYTES)
+        entries = small if small is not None else await self._bounded(lambda _b: ws.list_dir(path))
         entries = [e for e in entries if not is_internal_temp_name(e.name)]
         if not entries:
             return ToolResult.ok(
