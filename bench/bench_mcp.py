@@ -25,7 +25,10 @@ committed, removed afterwards unless ``--npm-dir`` names a folder to reuse).
 Run::
 
     .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
-        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src]
+        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]]
+
+``--ab PAIRS`` replaces the rounds by fine A/B alternation (ABBA pairs of short batches,
+median of the per-pair ratios), for a machine shared with other work.
 """
 
 from __future__ import annotations
@@ -211,6 +214,46 @@ async def measure(targets: list[Target], calls: int, starts: int, rounds: int) -
     return out
 
 
+async def measure_ab(targets: list[Target], batch: int, pairs: int) -> dict[str, dict[str, float]]:
+    """Fine A/B alternation for a loaded machine: for each op, ``pairs`` ABBA quadruples of
+    ``batch``-call batches between the first target (ours) and each other target, all
+    connected at once; returns, per other target and op, the median of the per-pair rate
+    ratios ours / theirs (a burst of other load hits one short batch, not a whole round)."""
+    out: dict[str, dict[str, float]] = {t.label: {} for t in targets[1:]}
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        for target in targets:
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = client
+        ours = targets[0]
+        for op_name in OPS:
+            for other in targets[1:]:
+                if op_name not in other.ops or op_name not in ours.ops:
+                    continue
+                ratios: list[float] = []
+                for _ in range(pairs):
+                    a1 = await rate(clients[ours.label], ours.ops[op_name], batch)
+                    b1 = await rate(clients[other.label], other.ops[op_name], batch)
+                    b2 = await rate(clients[other.label], other.ops[op_name], batch)
+                    a2 = await rate(clients[ours.label], ours.ops[op_name], batch)
+                    ratios.append((a1 + a2) / (b1 + b2))
+                out[other.label][op_name] = statistics.median(ratios)
+            print(f"{op_name} done", file=sys.stderr)
+    return out
+
+
+def report_ab(ratios: dict[str, dict[str, float]], ours: str) -> str:
+    """The A/B ratios as a table: one column per other server."""
+    labels = list(ratios)
+    lines = [f"| op | {ours} / " + f" | {ours} / ".join(labels) + " |"]
+    lines.append("|---" * (len(labels) + 1) + "|")
+    for op in OPS:
+        cells = [f"{ratios[lb][op]:.2f}×" if op in ratios[lb] else "n/a" for lb in labels]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def report(rounds: list[Figures], ref_label: str) -> str:
     """Medians over the rounds; the ratio is the median of the per-round ratios (each
     round measures every server back to back, so load falls on both alike)."""
@@ -273,6 +316,15 @@ async def main_async(args: argparse.Namespace) -> None:
                 octos_target(trees["baseline"], "legacy", src=base, label=f"baseline {base}"),
             )
         ref_label = targets[-1].label
+        if args.ab:
+            ab_targets = [targets[0], *targets[2:]]  # ours (handshake era) vs the others
+            ratios = await measure_ab(ab_targets, args.batch, args.ab)
+            print(report_ab(ratios, targets[0].label))
+            print(
+                f"\n{os.cpu_count()} CPUs; median of {args.ab} ABBA pairs of {args.batch}-call "
+                "batches (ratio of the calls/s, ours / theirs)"
+            )
+            return
         rounds = await measure(targets, args.calls, args.starts, args.rounds)
         for number, results in enumerate(rounds):
             print(f"round {number + 1}:\n{report([results], ref_label)}", file=sys.stderr)
@@ -303,6 +355,15 @@ def main() -> None:
         "--baseline",
         help="another checkout's src/ folder, measured as an extra server (before/after)",
     )
+    parser.add_argument(
+        "--ab",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="instead of rounds: PAIRS ABBA pairs of short batches per op and server, "
+        "ratios only (for a loaded machine)",
+    )
+    parser.add_argument("--batch", type=int, default=40, help="calls per batch with --ab")
     anyio.run(main_async, parser.parse_args())
 
 
