@@ -25,10 +25,12 @@ committed, removed afterwards unless ``--npm-dir`` names a folder to reuse).
 Run::
 
     .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
-        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]]
+        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]] [--cpu]
 
 ``--ab PAIRS`` replaces the rounds by fine A/B alternation (ABBA pairs of short batches,
-median of the per-pair ratios), for a machine shared with other work.
+median of the per-pair ratios), for a machine shared with other work; ``--cpu`` measures
+each server process's CPU time per call instead of rates (Linux ``/proc``), the figure least
+moved by other load.
 """
 
 from __future__ import annotations
@@ -243,6 +245,67 @@ async def measure_ab(targets: list[Target], batch: int, pairs: int) -> dict[str,
     return out
 
 
+def _children() -> set[int]:
+    """The process ids of this process's children (Linux ``/proc``)."""
+    out: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as fh:
+                out |= {int(x) for x in fh.read().split()}
+        except OSError:
+            continue
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure_cpu(
+    targets: list[Target], calls: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Server-side CPU milliseconds per call (user + system time of the server process over
+    ``calls`` sequential calls, median of ``rounds``): what each server spends, whatever
+    else runs on the machine (Linux only; the client's own time is not in it)."""
+    samples: dict[str, dict[str, list[float]]] = {t.label: {} for t in targets}
+    async with AsyncExitStack() as stack:
+        clients: dict[str, tuple[Client, int]] = {}
+        for target in targets:
+            before = _children()
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = (client, max(_children() - before))
+        for op_name in OPS:
+            for _ in range(rounds):
+                for target in targets:
+                    if op_name not in target.ops:
+                        continue
+                    client, pid = clients[target.label]
+                    await rate(client, target.ops[op_name], 5)
+                    used = _cpu_seconds(pid)
+                    await rate(client, target.ops[op_name], calls)
+                    per_call = (_cpu_seconds(pid) - used) / calls * 1e3
+                    samples[target.label].setdefault(op_name, []).append(per_call)
+            print(f"{op_name} done", file=sys.stderr)
+    return {
+        label: {op: statistics.median(v) for op, v in ops.items()} for label, ops in samples.items()
+    }
+
+
+def report_cpu(figures: dict[str, dict[str, float]]) -> str:
+    """Server CPU per call as a table, one column per server."""
+    labels = list(figures)
+    lines = ["| op (server CPU ms/call) | " + " | ".join(labels) + " |"]
+    lines.append("|---" * (len(labels) + 1) + "|")
+    for op in OPS:
+        cells = [f"{figures[lb][op]:.2f}" if op in figures[lb] else "n/a" for lb in labels]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def report_ab(ratios: dict[str, dict[str, float]], ours: str) -> str:
     """The A/B ratios as a table: one column per other server."""
     labels = list(ratios)
@@ -316,6 +379,15 @@ async def main_async(args: argparse.Namespace) -> None:
                 octos_target(trees["baseline"], "legacy", src=base, label=f"baseline {base}"),
             )
         ref_label = targets[-1].label
+        if args.cpu:
+            cpu_targets = [targets[0], *targets[2:]]
+            figures = await measure_cpu(cpu_targets, args.calls, args.rounds)
+            print(report_cpu(figures))
+            print(
+                f"\n{os.cpu_count()} CPUs; user + system time of each server process over "
+                f"{args.calls} sequential calls, median of {args.rounds} interleaved rounds"
+            )
+            return
         if args.ab:
             ab_targets = [targets[0], *targets[2:]]  # ours (handshake era) vs the others
             ratios = await measure_ab(ab_targets, args.batch, args.ab)
@@ -364,6 +436,11 @@ def main() -> None:
         "ratios only (for a loaded machine)",
     )
     parser.add_argument("--batch", type=int, default=40, help="calls per batch with --ab")
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="instead of rates: each server's CPU time per call (Linux), --calls per sample",
+    )
     anyio.run(main_async, parser.parse_args())
 
 

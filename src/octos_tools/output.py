@@ -222,6 +222,11 @@ def redact_secrets(text: str) -> str:
     return text
 
 
+_MIN_SECRET_CHARS = 8
+"""No pattern above matches fewer characters (the shortest, a labelled key, needs more)."""
+_NO_TEXT = frozenset({int, float, bool, type(None)})
+
+
 def redact_value(value: Any) -> Any:
     """``value`` with :func:`redact_secrets` applied to every string in it, keys kept.
 
@@ -229,12 +234,29 @@ def redact_value(value: Any) -> Any:
     CLI's JSON). Returns the same object when nothing changed. Recursion depth is that of the
     tool's own metadata.
     """
+    kind = type(value)
+    if kind is str:
+        return value if len(value) < _MIN_SECRET_CHARS else redact_secrets(value)
+    if kind in _NO_TEXT:
+        return value
     if isinstance(value, str):
         return redact_secrets(value)
     if isinstance(value, dict):
-        items = {k: redact_value(v) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
+        changed: dict[Any, Any] | None = None
+        for k, v in value.items():
+            new = redact_value(v)
+            if new is not v:
+                if changed is None:
+                    changed = dict(value)
+                changed[k] = new
+        return value if changed is None else changed
     if isinstance(value, list | tuple):
-        seq = [redact_value(v) for v in value]
-        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
+        seq: list[Any] | None = None
+        for i, v in enumerate(value):
+            new = redact_value(v)
+            if new is not v:
+                if seq is None:
+                    seq = list(value)
+                seq[i] = new
+        return value if seq is None else seq
     return value

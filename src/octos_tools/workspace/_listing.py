@@ -63,8 +63,16 @@ def scan(fd: int) -> list[Entry]:
             except OSError:
                 continue
             entries.append(Entry(de.name, _kind_of(st.st_mode), st.st_size, st.st_mtime))
-    entries.sort(key=lambda e: os.fsencode(e.name))
+    entries.sort(key=_by_name)
+    # Code point order is byte order for ASCII and valid UTF-8; only escaped bytes
+    # (os.fsdecode's lone surrogates) can sort otherwise.
+    if not "".join(e.name for e in entries).isascii():
+        entries.sort(key=lambda e: os.fsencode(e.name))
     return entries
+
+
+def _by_name(entry: Entry) -> str:
+    return entry.name
 
 
 class Listing(PathResolver):

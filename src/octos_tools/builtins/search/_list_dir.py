@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -59,12 +58,15 @@ class ListDirTool(SearchTool):
             return ToolResult.ok(
                 f"Directory {rel} is empty.", structured_metadata={"path": rel, "entries": 0}
             )
-        ordered = sorted(entries, key=lambda e: (_KIND_ORDER[e.kind], os.fsencode(e.name)))
+        # entries come sorted by name in byte order: a stable sort by kind keeps it
+        ordered = sorted(entries, key=lambda e: _KIND_ORDER[e.kind])
         lines = [f"{len(entries)} entries in {rel}:"]
         lines += [_entry_line(e) for e in ordered[:MAX_LIST_ENTRIES]]
         if len(ordered) > MAX_LIST_ENTRIES:
             lines.append(f"… and {len(ordered) - MAX_LIST_ENTRIES:,} more entries not shown")
-        counts = {k: sum(1 for e in entries if e.kind == k) for k in _KIND_ORDER}
+        counts = dict.fromkeys(_KIND_ORDER, 0)
+        for e in entries:
+            counts[e.kind] += 1
         return ToolResult.ok(
             "\n".join(lines),
             structured_metadata={"path": rel, "entries": len(entries), "counts": counts},
