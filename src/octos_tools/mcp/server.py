@@ -341,6 +341,9 @@ class OctosMcpServer:
                     await anyio.sleep(0.02)
             with anyio.move_on_after(10):
                 await self.registry.aclose()
+        if self.registry.workspace is not None:
+            with contextlib.suppress(OSError):
+                self.registry.workspace.release_state_folder()  # os._exit skips the unwinding
         sys.stderr.flush()
         os._exit(128 + int(signum))
 

@@ -198,6 +198,14 @@ class Writing(Reading):
             self._state_hold = None
             hold.release()
 
+    def release_state_folder(self) -> None:
+        """End the current :meth:`holding_state_folder` hold now (idempotent): for a process
+        about to leave without unwinding (``os._exit`` after a signal). Writes after it go
+        the usual way again."""
+        hold = self._state_hold
+        if hold is not None:
+            hold.release()
+
     def write_bytes(
         self,
         path: str | os.PathLike[str],
