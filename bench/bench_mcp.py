@@ -26,6 +26,7 @@ Run::
 
     .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
         [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]] [--cpu]
+        [--ops read,list,search,edit,grep]
 
 ``--ab PAIRS`` replaces the rounds by fine A/B alternation (ABBA pairs of short batches,
 median of the per-pair ratios), for a machine shared with other work; ``--cpu`` measures
@@ -354,6 +355,11 @@ def report(rounds: list[Figures], ref_label: str) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    if args.ops:
+        unknown = set(args.ops.split(",")) - set(OPS)
+        if unknown:
+            raise SystemExit(f"unknown ops: {', '.join(sorted(unknown))}")
+        OPS[:] = [op for op in OPS if op in args.ops.split(",")]
     keep = args.npm_dir is not None
     npm_dir = Path(args.npm_dir) if keep else Path(tempfile.mkdtemp(prefix="octos-bench-npm-"))
     work = Path(tempfile.mkdtemp(prefix="octos-bench-tree-"))
@@ -436,6 +442,11 @@ def main() -> None:
         "ratios only (for a loaded machine)",
     )
     parser.add_argument("--batch", type=int, default=40, help="calls per batch with --ab")
+    parser.add_argument(
+        "--ops",
+        help="comma-separated subset of " + ",".join(OPS) + " (e.g. edit alone, away from "
+        "a baseline that fsyncs)",
+    )
     parser.add_argument(
         "--cpu",
         action="store_true",
