@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_BASE_TOOLS",
     "DEFAULT_DEFERRED_GROUPS",
     "Config",
+    "FilesConfig",
     "ImageConfig",
     "LifecycleConfig",
     "LimitsConfig",
@@ -152,6 +153,18 @@ class LimitsConfig(_Model):
     max_args_bytes: int = Field(1_048_576, ge=1, le=64 * 1_048_576)
     max_output_bytes: int = Field(50_000, ge=256, le=100_000_000)
     tool_timeout_secs: float = Field(1800.0, gt=0, le=86_400)
+
+
+class FilesConfig(_Model):
+    """File tools' settings.
+
+    Attributes:
+        durable_writes: ``fsync`` every written file and its folder, so a finished write
+            survives a power cut or kernel crash (off: atomic, not synced; see
+            :mod:`octos_tools.workspace._atomic`).
+    """
+
+    durable_writes: bool = False
 
 
 class McpServerConfig(_Model):
@@ -306,7 +319,7 @@ class Config(_Model):
         context_filter: tags; only tools with no tags or one of these are shown.
         deferred_groups: groups deferred when too many tools are visible.
         base_tools: tool names never evicted by the LRU.
-        lifecycle, limits, shell, web: see their classes.
+        lifecycle, limits, files, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
@@ -324,6 +337,7 @@ class Config(_Model):
     base_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_BASE_TOOLS))
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)  # type: ignore[arg-type]
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
+    files: FilesConfig = Field(default_factory=FilesConfig)  # type: ignore[arg-type]
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]

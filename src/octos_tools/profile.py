@@ -215,7 +215,11 @@ def _build(
 
     if workspace is None:
         workspace = config.workspace or os.getcwd()
-    ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace))
+    ws = (
+        workspace
+        if isinstance(workspace, Workspace)
+        else Workspace(Path(workspace), durable_writes=config.files.durable_writes)
+    )
     # the listed tools are the LRU's base tools unless the configuration names its own
     base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(
