@@ -297,6 +297,7 @@ class ToolRegistry:
     def _mutated(self) -> None:
         self._version += 1
         self._verdicts.clear()
+        self._view._plans.clear()  # session views drop theirs in view._changed() below
         self._group_of.clear()
         self._fire()
         for view in list(self._session_views):
