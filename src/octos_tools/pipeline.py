@@ -131,16 +131,18 @@ async def run_call(
             run = plan.run
             lock = view.lock
             exclusive = planned.concurrency_class is _EXCLUSIVE
-            if (fn is None and run is None) or (
-                not locked
-                and (lock._writer or lock._waiting_writers or (exclusive and lock._readers))
-            ):
+            if fn is None and run is None:
                 return await _run_prepared(view, name, planned, args, ctx, locked)
             # A coroutine that never suspends: no timer (nothing could stop it before it
-            # ends), the free lock taken and released in place, one coroutine frame.
+            # ends), a free lock taken and released in place, one coroutine frame.
             if not locked:
                 if exclusive:
-                    lock._writer = True
+                    if lock._writer or lock._readers or lock._waiting_writers:
+                        await lock.acquire_write()
+                    else:
+                        lock._writer = True
+                elif lock._writer or lock._waiting_writers:
+                    await lock.acquire_read()
                 else:
                     lock._readers += 1
             token = _CURRENT.set(ctx)
