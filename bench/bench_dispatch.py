@@ -13,7 +13,10 @@ round so that machine load hits each alike:
 * ``pydantic-ai``: ``ToolManager.handle_call`` over a ``FunctionToolset``;
 * ``pydantic``: ``Args.model_validate_json`` + the call (the floor: no tool layer at all).
 
-Each figure is the median over rounds of the mean µs per call of a round. The peers come
+Each figure is the median over rounds of the mean µs per call of a round; the ratio to
+openai-agents is also given as the median of the per-round ratios (each round's contenders
+run back to back, so a burst of load hits them alike: the steadier figure on a shared
+machine). The peers come
 with the ``bench`` extra (``pip install -e '.[bench]'``); a missing peer is skipped. Also
 printed: ``specs()`` cached vs rebuilt for 15 and 200 tools.
 
@@ -122,13 +125,21 @@ async def dispatch_table(calls: int, rounds: int) -> None:
             samples[name].append(await round_us(call, calls))
     medians = {name: statistics.median(values) for name, values in samples.items()}
     peer = medians.get("openai-agents")
+    peer_rounds = samples.get("openai-agents")
     print(f"add(a, b) from {RAW!r}: median of {rounds} rounds x {calls} calls")
-    print(f"{'contender':<16} {'µs/call':>8} {'min':>7} {'max':>7} {'vs openai-agents':>17}")
+    print(
+        f"{'contender':<16} {'µs/call':>8} {'min':>7} {'max':>7} {'vs openai-agents':>17} "
+        f"{'per-round ratio':>16}"
+    )
     for name, median in medians.items():
         ratio = f"{median / peer:.2f}x" if peer else "-"
+        per_round = "-"
+        if peer_rounds:
+            pairs = zip(samples[name], peer_rounds, strict=True)
+            per_round = f"{statistics.median(a / b for a, b in pairs):.3f}x"
         print(
             f"{name:<16} {median:>8.2f} {min(samples[name]):>7.2f} "
-            f"{max(samples[name]):>7.2f} {ratio:>17}"
+            f"{max(samples[name]):>7.2f} {ratio:>17} {per_round:>16}"
         )
 
 
