@@ -74,7 +74,6 @@ RawArguments = str | bytes | Mapping[str, Any] | None
 """What a model (or a library caller) sends as a call's arguments."""
 
 _EXCLUSIVE = ConcurrencyClass.EXCLUSIVE
-_UNPLANNED: Any = object()
 _FAST_JSON_CHARS = 4000
 """Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
 JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
@@ -105,8 +104,10 @@ async def run_call(
     # The fast path: a planned name (allowed, not deferred, typed: see _call_plan), a
     # context without permission lists, a short ASCII argument string without escapes
     # (under the size limit, no lone surrogate possible) that validates at once.
-    plan: CallPlan | None = view._plans.get(name, _UNPLANNED)
-    if plan is _UNPLANNED:
+    plan: CallPlan | None
+    try:
+        plan = view._plans[name]
+    except KeyError:
         plan = plan_call(view, name)
     permissions = ctx.permissions
     if (
@@ -114,8 +115,8 @@ async def run_call(
         and type(raw) is str
         and not permissions.denied_tools
         and permissions.allowed_tools is None
-        and len(raw) <= _FAST_JSON_CHARS
-        and len(raw) <= registry.max_args_size
+        and (size := len(raw)) <= _FAST_JSON_CHARS
+        and size <= registry.max_args_size
         and raw.isascii()
         and "\\u" not in raw
     ):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -659,12 +659,12 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ execution
 
-    async def execute(
+    def execute(
         self,
         name: str,
         args: str | bytes | Mapping[str, Any] | None = None,
         ctx: ToolContext | None = None,
-    ) -> ToolResult:
+    ) -> Coroutine[Any, Any, ToolResult]:
         """Run one tool call in the default view through the pipeline of
         :mod:`octos_tools.pipeline`; never raises for a bad call: every failure is a
         :class:`~octos_tools.tool.ToolResult` with ``success=False`` and an error kind.
@@ -679,8 +679,12 @@ class ToolRegistry:
                 arguments, or ``None`` for none.
             ctx: the call's :class:`~octos_tools.context.ToolContext` (a fresh one with this
                 registry's workspace when ``None``).
+
+        Returns:
+            A coroutine (``await registry.execute(...)``) whose value is the result (a plain
+            method returning the pipeline's coroutine: one coroutine frame less per call).
         """
-        return await run_call(self._view, name, args, self.context_for(ctx))
+        return run_call(self._view, name, args, self.context_for(ctx))
 
     def context_for(self, ctx: ToolContext | None, session: Any = None) -> ToolContext:
         """``ctx`` completed for a call in this registry: ``registry`` set, and the
