@@ -8,6 +8,8 @@ round so that machine load hits each alike:
 * ``octos session``: :meth:`octos_tools.session.ToolSession.call` (the path of every
   host: policy, deferral, size check, validation into the typed model, dispatch under the
   session's lock and timeout, output post-processing);
+* ``octos session+id``: the same with a ``tool_call_id`` (as hosts call it: the call's
+  context is a copy carrying the id; openai-agents gets its id in its ``ToolContext``);
 * ``octos registry``: :meth:`octos_tools.registry.ToolRegistry.execute` (the default view);
 * ``openai-agents``: ``FunctionTool.on_invoke_tool`` of ``agents.function_tool``;
 * ``pydantic-ai``: ``ToolManager.handle_call`` over a ``FunctionToolset``;
@@ -52,10 +54,17 @@ def octos_contenders() -> dict[str, Call]:
     async def via_session() -> object:
         return await session.call("add", RAW)
 
+    async def via_session_with_id() -> object:  # as hosts call it: with the model's call id
+        return await session.call("add", RAW, tool_call_id="call_1")
+
     async def via_registry() -> object:
         return await registry.execute("add", RAW)
 
-    return {"octos session": via_session, "octos registry": via_registry}
+    return {
+        "octos session": via_session,
+        "octos session+id": via_session_with_id,
+        "octos registry": via_registry,
+    }
 
 
 async def peer_contenders() -> dict[str, Call]:

@@ -408,3 +408,34 @@ def test_plan_call_stores_no_plan_for_unknown_names_beyond_the_bound() -> None:
     for i in range(_call_plan.MAX_PLANS + 10):
         assert plan_call(view, f"missing_{i}") is None
     assert len(view._plans) == _call_plan.MAX_PLANS
+
+
+# ---------------------------------------------------------------------- the call's context
+
+
+def test_for_call_copies_every_field_of_the_context() -> None:
+    import dataclasses
+
+    registry = ToolRegistry()
+    session = ToolSession(registry)
+    base = dataclasses.replace(
+        session.ctx,
+        attachments=["a.png"],
+        session_key="k",
+        spawn_depth=2,
+        state={"plan": 1},
+        extras={"x": 1},
+        permissions=ToolPermissions(mode="read_only", read_only=True),
+    )
+    clone = base.for_call("call-9")
+    assert clone.tool_call_id == "call-9" and base.tool_call_id == ""
+    for f in dataclasses.fields(ToolContext):
+        if f.name != "tool_call_id":
+            assert getattr(clone, f.name) is getattr(base, f.name), f.name
+
+    @dataclasses.dataclass(slots=True)
+    class HostContext(ToolContext):
+        host: str = "h"
+
+    derived = HostContext(host="mine").for_call("c")
+    assert type(derived) is HostContext and derived.host == "mine" and derived.tool_call_id == "c"
