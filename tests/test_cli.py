@@ -1,4 +1,8 @@
-"""The command line contract of DESIGN.md §6, driven as a separate process."""
+"""The command line contract of DESIGN.md §6. What the process boundary decides (``--version``
+and a call with its exit status, ``python -m`` and the script, a call's sessions ending with
+its process) runs as a separate process; the rest runs the same entry point in process
+(``run_in_process``). tests/test_cli_usability.py and the README's shell block (in
+tests/test_docs.py) run every subcommand as a process too."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 import pytest
 
 import octos_tools
+from tests.cli_helpers import run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,11 +32,13 @@ def run(
     )
 
 
-def call_json(ws: Path, tool: str, args: str | None, **kw: Any) -> dict[str, Any]:
+def call_json(
+    ws: Path, tool: str, args: str | None, *, runner: Any = run, **kw: Any
+) -> dict[str, Any]:
     argv = (
         ["call", tool] + ([args] if args is not None else []) + ["--workspace", str(ws), "--json"]
     )
-    proc = run(*argv, **kw)
+    proc = runner(*argv, **kw)
     assert proc.returncode == 0, proc.stderr.decode()
     lines = proc.stdout.decode().strip().splitlines()
     assert len(lines) == 1, proc.stdout
@@ -64,35 +71,46 @@ def test_call_json_success_and_failure(ws: Path, tmp_path: Path) -> None:
 
 
 def test_call_reads_args_from_stdin(ws: Path) -> None:
-    data = call_json(ws, "write_file", None, stdin=b'{"path": "new.txt", "content": "from stdin"}')
+    data = call_json(
+        ws,
+        "write_file",
+        None,
+        runner=run_in_process,
+        stdin=b'{"path": "new.txt", "content": "from stdin"}',
+    )
     assert data["success"] and data["file_modified"]
     assert (ws / "new.txt").read_text() == "from stdin"
 
 
 def test_invalid_json_reaches_registry(ws: Path) -> None:
-    data = call_json(ws, "write_file", '{"path": "a.txt", "content": "x",}')
+    data = call_json(ws, "write_file", '{"path": "a.txt", "content": "x",}', runner=run_in_process)
     assert data["error"]["kind"] == "invalid_json" and "write_file" in data["error"]["message"]
     assert not (ws / "a.txt").exists()
 
 
 def test_plain_output(ws: Path) -> None:
-    proc = run("call", "read_file", '{"path": "hello.txt"}', "--workspace", str(ws))
+    proc = run_in_process("call", "read_file", '{"path": "hello.txt"}', "--workspace", str(ws))
     assert proc.returncode == 0 and "hello world" in proc.stdout.decode()
 
 
 def test_usage_errors_exit_2(ws: Path, tmp_path: Path) -> None:
-    assert run("call").returncode == 2
-    assert run("call", "read_file", "{}", "--workspace", str(tmp_path / "missing")).returncode == 2
+    assert run_in_process("call").returncode == 2
+    assert (
+        run_in_process(
+            "call", "read_file", "{}", "--workspace", str(tmp_path / "missing")
+        ).returncode
+        == 2
+    )
     cfg = tmp_path / "bad.json"
     cfg.write_text('{"tool_polcy": {}}')
-    proc = run("call", "read_file", "{}", "--workspace", str(ws), "--config", str(cfg))
+    proc = run_in_process("call", "read_file", "{}", "--workspace", str(ws), "--config", str(cfg))
     assert proc.returncode == 2 and "tool_polcy" in proc.stderr.decode()
 
 
 def test_config_policy_applies(ws: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["write_file"]}}))
-    proc = run(
+    proc = run_in_process(
         "call",
         "write_file",
         '{"path": "w.txt", "content": "x"}',
@@ -107,7 +125,7 @@ def test_config_policy_applies(ws: Path, tmp_path: Path) -> None:
 
 
 def test_read_only_flag(ws: Path) -> None:
-    proc = run(
+    proc = run_in_process(
         "call",
         "write_file",
         '{"path": "w.txt", "content": "x"}',
@@ -121,7 +139,7 @@ def test_read_only_flag(ws: Path) -> None:
 
 
 def test_tools_json(ws: Path) -> None:
-    proc = run("tools", "--workspace", str(ws), "--json")
+    proc = run_in_process("tools", "--workspace", str(ws), "--json")
     assert proc.returncode == 0
     data = json.loads(proc.stdout)
     by_name = {row["name"]: row for row in data["tools"]}
@@ -142,14 +160,16 @@ def test_policy_explain(tmp_path: Path) -> None:
             }
         )
     )
-    proc = run("policy", "explain", "exec_command", "--config", str(cfg), "--json")
+    proc = run_in_process("policy", "explain", "exec_command", "--config", str(cfg), "--json")
     data = json.loads(proc.stdout)
     assert data["allowed"] is False
     assert data["steps"][0]["entry"] == "exec_*" and data["steps"][0]["reason"] == "policy_deny"
-    proc = run("policy", "explain", "read_file", "--config", str(cfg), "--model", "gpt-x", "--json")
+    proc = run_in_process(
+        "policy", "explain", "read_file", "--config", str(cfg), "--model", "gpt-x", "--json"
+    )
     data = json.loads(proc.stdout)
     assert data["allowed"] is False and data["steps"][1]["matched_by"] == "model id"
-    proc = run("policy", "explain", "read_file", "--config", str(cfg))
+    proc = run_in_process("policy", "explain", "read_file", "--config", str(cfg))
     assert proc.returncode == 0 and "allowed" in proc.stdout.decode()
 
 
@@ -179,16 +199,16 @@ def test_call_says_a_running_session_ends_with_the_call(ws: Path) -> None:
 def test_unknown_denied_group_is_a_usage_error_not_a_tool(ws: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["group:nope", "group:web"]}}))
-    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    proc = run_in_process("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
     assert proc.returncode == 2 and "group:nope" in proc.stderr.decode()
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["group:web"]}}))
-    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    proc = run_in_process("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
     names = {row["name"]: row["state"] for row in json.loads(proc.stdout)["tools"]}
     assert names["web_fetch"] == "denied"
 
 
 def test_policy_explain_without_provider_policies_says_so(tmp_path: Path) -> None:
-    proc = run("policy", "explain", "shell", "--json")
+    proc = run_in_process("policy", "explain", "shell", "--json")
     steps = json.loads(proc.stdout)["steps"]
     step = next(s for s in steps if s["policy"] == "tool_policy_by_provider")
     assert "None" not in step["detail"] and "none configured" in step["detail"]
@@ -198,7 +218,7 @@ def test_tools_table_never_cuts_a_name_at_80_columns(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    proc = run("tools", "--tokens", "--workspace", str(ws))
+    proc = run_in_process("tools", "--tokens", "--workspace", str(ws))
     out = proc.stdout.decode()
     assert proc.returncode == 0 and "…" not in out
     for name in ("request_user_input", "read_task_output", "code_structure", "activate_tools"):
@@ -208,7 +228,7 @@ def test_tools_table_never_cuts_a_name_at_80_columns(
 def test_tools_lists_wildcard_denied_tools_as_denied(ws: Path, tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["exec_*"]}}))
-    proc = run("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
+    proc = run_in_process("tools", "--workspace", str(ws), "--config", str(cfg), "--json")
     rows = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
     assert rows["exec_command"]["state"] == "denied"
     assert rows["exec_command"]["class"] == "exclusive"
@@ -216,10 +236,14 @@ def test_tools_lists_wildcard_denied_tools_as_denied(ws: Path, tmp_path: Path) -
 
 def test_policy_explain_read_only_unknown_and_visibility(ws: Path) -> None:
     data = json.loads(
-        run("policy", "explain", "write_file", "-w", str(ws), "--read-only", "--json").stdout
+        run_in_process(
+            "policy", "explain", "write_file", "-w", str(ws), "--read-only", "--json"
+        ).stdout
     )
     assert data["allowed"] is False and data["decided_by"] == "read-only mode"
-    data = json.loads(run("policy", "explain", "no_such_tool", "-w", str(ws), "--json").stdout)
+    data = json.loads(
+        run_in_process("policy", "explain", "no_such_tool", "-w", str(ws), "--json").stdout
+    )
     assert data["allowed"] is False and data["steps"][-1]["policy"] == "registry"
-    data = json.loads(run("policy", "explain", "shell", "-w", str(ws), "--json").stdout)
+    data = json.loads(run_in_process("policy", "explain", "shell", "-w", str(ws), "--json").stdout)
     assert data["allowed"] is True and "deferred" in data["steps"][-1]["detail"]

@@ -1,6 +1,8 @@
 """What a newcomer meets on the command line: exit codes, one-line messages, ``-v``
 anywhere, typo suggestions, plain output when not on a terminal, quiet broken pipes.
-Every test runs the real command as a separate process."""
+Exit statuses, ``-v`` after the command, unwrapped lines and the closed pipe are checked on
+the real command as a separate process; messages and help run the same entry point in
+process (``run_in_process``), whose standard streams are not terminals either."""
 
 from __future__ import annotations
 
@@ -11,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import run_in_process
+
 
 def run(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """The command as a separate process."""
     return subprocess.run(
         [sys.executable, "-m", "octos_tools", *args],
         input="",
@@ -23,6 +28,14 @@ def run(
         cwd=cwd,
         env=env,
         timeout=120,
+    )
+
+
+def run_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command run in this process (``run_in_process``), outputs decoded as ``run``'s."""
+    proc = run_in_process(*args)
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
     )
 
 
@@ -70,13 +83,13 @@ def test_verbose_works_after_the_subcommand_and_shows_what_happens(ws: Path) -> 
 
 @pytest.mark.parametrize("command", [["tools"], ["contract"], ["policy", "explain", "shell"]])
 def test_verbose_is_accepted_by_every_command(ws: Path, command: list[str]) -> None:
-    proc = run(*command, "-w", str(ws), "-v")
+    proc = run_here(*command, "-w", str(ws), "-v")
     assert proc.returncode == 0, proc.stderr
     assert "workspace:" in proc.stderr
 
 
 def test_policy_explain_suggests_the_nearest_name(ws: Path) -> None:
-    proc = run("policy", "explain", "shel", "-w", str(ws))
+    proc = run_here("policy", "explain", "shel", "-w", str(ws))
     assert proc.returncode == 2
     assert "shel: unknown tool" in proc.stdout
     assert "did you mean 'shell'?" in proc.stderr
@@ -85,13 +98,13 @@ def test_policy_explain_suggests_the_nearest_name(ws: Path) -> None:
 def test_policy_typos_are_reported(ws: Path, tmp_path: Path) -> None:
     warn = tmp_path / "warn.toml"
     warn.write_text('[tool_policy]\ndeny = ["shel"]\n')
-    proc = run("tools", "-w", str(ws), "-c", str(warn))
+    proc = run_here("tools", "-w", str(ws), "-c", str(warn))
     assert proc.returncode == 0
     assert "warning: tool_policy.deny: 'shel'" in proc.stderr
     assert "did you mean 'shell'?" in proc.stderr
     case = tmp_path / "case.toml"
     case.write_text('[tool_policy]\ndeny = ["Shell"]\n')
-    proc = run("call", "shell", '{"command": "true"}', "-w", str(ws), "-c", str(case))
+    proc = run_here("call", "shell", '{"command": "true"}', "-w", str(ws), "-c", str(case))
     assert proc.returncode == 2
     assert "case-sensitive" in proc.stderr and "'shell'" in proc.stderr
 
@@ -108,11 +121,11 @@ def test_messages_are_never_wrapped_when_not_on_a_terminal(ws: Path) -> None:
 
 
 def test_help_reads_like_click(ws: Path) -> None:
-    proc = run("--help")
+    proc = run_here("--help")
     assert proc.returncode == 0
     assert "<bool>" not in proc.stdout and "╭" not in proc.stdout
     assert "--version" in proc.stdout
-    call_help = run("call", "--help").stdout
+    call_help = run_here("call", "--help").stdout
     assert "Exit codes" in call_help and "--exit-code" in call_help
 
 
@@ -148,7 +161,7 @@ def test_a_model_entry_shadowing_the_provider_entry_is_said(ws: Path, tmp_path: 
         '[tool_policy_by_provider.gemini]\nallow = ["group:fs"]\n'
         '[tool_policy_by_provider."gemini-2.5"]\ndeny = ["read_file"]\n'
     )
-    proc = run("policy", "explain", "exec_command", "-w", str(ws), "-c", str(cfg))
+    proc = run_here("policy", "explain", "exec_command", "-w", str(ws), "-c", str(cfg))
     assert proc.returncode == 0, proc.stderr
     assert "replaces the entry for provider 'gemini'" in proc.stderr
     assert "tool_policy_by_provider['gemini']: note - not applied" in proc.stdout

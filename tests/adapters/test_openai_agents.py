@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("agents")
-
-from agents import Agent, ApplyPatchTool, RunConfig, Runner
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-
 from octos_tools.adapters._session import deferred_names
-from octos_tools.adapters.openai_agents import OctosAgentTools, WorkspaceEditor
 from octos_tools.session import ToolSession
 
 from .conftest import EDITED, SCRIPT, expected_outcome
+
+if importlib.util.find_spec("agents") is None:
+    pytest.skip("openai-agents is not installed", allow_module_level=True)
+if TYPE_CHECKING:
+    from agents.testing import ModelCall
+
+# The SDK (~1 s of imports) is imported by the tests that run, not at collection, where every
+# xdist worker would import it.
 
 pytestmark = pytest.mark.anyio
 
@@ -34,6 +37,11 @@ def _tool_outputs(items: Any) -> dict[str, str]:
 async def test_agent_run_reads_edits_is_refused_and_recovers(
     session: ToolSession, workspace: Path
 ) -> None:
+    from agents import Agent, Runner
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from octos_tools.adapters.openai_agents import OctosAgentTools
+
     octos = OctosAgentTools(session)
     script = [*SCRIPT, SCRIPT[-1]]  # the refused deferred call is made again
     offered: list[set[str]] = []
@@ -69,6 +77,8 @@ async def test_agent_run_reads_edits_is_refused_and_recovers(
 
 
 async def test_function_tools_carry_our_schemas(session: ToolSession) -> None:
+    from octos_tools.adapters.openai_agents import OctosAgentTools
+
     octos = OctosAgentTools(session)
     by_name = {s.name: s for s in session.current_specs()}
     tools = {t.name: t for t in octos.tools}
@@ -89,6 +99,8 @@ async def test_function_tools_carry_our_schemas(session: ToolSession) -> None:
 async def test_without_the_run_config_formatter_other_tool_errors_keep_sdk_text(
     session: ToolSession,
 ) -> None:
+    from octos_tools.adapters.openai_agents import OctosAgentTools
+
     octos = OctosAgentTools(session)
     config = octos.run_config(tool_error_formatter=lambda args: "theirs")
     from agents.run_config import ToolErrorFormatterArgs
@@ -110,6 +122,11 @@ async def test_without_the_run_config_formatter_other_tool_errors_keep_sdk_text(
 
 
 async def test_native_apply_patch_call_goes_to_the_workspace_editor(workspace: Path) -> None:
+    from agents import Agent, ApplyPatchTool, RunConfig, Runner
+    from agents.testing import ModelStep, ScriptedModel, assistant_message
+
+    from octos_tools.adapters.openai_agents import WorkspaceEditor
+
     editor = WorkspaceEditor(workspace)
     patch_call = {
         "type": "apply_patch_call",
@@ -139,6 +156,7 @@ async def test_images_are_returned_as_tool_output_images(session: ToolSession) -
     from agents import ToolOutputImage, ToolOutputText
     from agents.tool_context import ToolContext
 
+    from octos_tools.adapters.openai_agents import OctosAgentTools
     from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
 
     class Picture(Tool):
@@ -158,6 +176,7 @@ async def test_images_are_returned_as_tool_output_images(session: ToolSession) -
 
 
 async def test_refresh_adds_tools_registered_later(session: ToolSession) -> None:
+    from octos_tools.adapters.openai_agents import OctosAgentTools
     from tests.helpers import EchoTool
 
     octos = OctosAgentTools(session)

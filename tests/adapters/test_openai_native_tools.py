@@ -3,21 +3,35 @@ executor) on real files and real processes."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.importorskip("agents")
-
-from agents import RunContextWrapper
-from agents.editor import ApplyPatchEditor, ApplyPatchOperation
-from agents.tool import ShellActionRequest, ShellCallData, ShellCommandRequest
-
-from octos_tools.adapters.openai_agents import ShellExecutor, WorkspaceEditor
+if importlib.util.find_spec("agents") is None:
+    pytest.skip("openai-agents is not installed", allow_module_level=True)
+if TYPE_CHECKING:
+    from octos_tools.adapters.openai_agents import ShellExecutor, WorkspaceEditor
 
 pytestmark = pytest.mark.anyio
+
+# The SDK (~1 s of imports) is imported by the tests that run, not at collection, where every
+# xdist worker would import it.
+
+
+def editor_in(root: Path) -> WorkspaceEditor:
+    from octos_tools.adapters.openai_agents import WorkspaceEditor
+
+    return WorkspaceEditor(root)
+
+
+def shell_in(root: Path, **kwargs: Any) -> ShellExecutor:
+    from octos_tools.adapters.openai_agents import ShellExecutor
+
+    return ShellExecutor(root, **kwargs)
 
 
 @pytest.fixture
@@ -33,15 +47,19 @@ def _listing(root: Path) -> list[str]:
 
 
 def _op(kind: str, path: str, diff: str | None = None, move_to: str | None = None):
+    from agents.editor import ApplyPatchOperation
+
     return ApplyPatchOperation(type=kind, path=path, diff=diff, move_to=move_to)  # type: ignore[arg-type]
 
 
 def test_editor_satisfies_the_sdk_protocol(root: Path) -> None:
-    assert isinstance(WorkspaceEditor(root), ApplyPatchEditor)
+    from agents.editor import ApplyPatchEditor
+
+    assert isinstance(editor_in(root), ApplyPatchEditor)
 
 
 def test_create_update_delete(root: Path) -> None:
-    editor = WorkspaceEditor(root)
+    editor = editor_in(root)
     created = editor.create_file(_op("create_file", "pkg/new.py", "+print('hi')\n+x = 1\n"))
     assert created.status == "completed", created.output
     assert (root / "pkg/new.py").read_bytes() == b"print('hi')\nx = 1\n"
@@ -62,23 +80,21 @@ def test_create_update_delete(root: Path) -> None:
 def test_update_keeps_crlf_bom_and_missing_final_newline(root: Path) -> None:
     data = "\ufeffuno\r\ndos\r\ntrès".encode()
     (root / "win.txt").write_bytes(data)
-    result = WorkspaceEditor(root).update_file(
-        _op("update_file", "win.txt", "@@\n uno\n-dos\n+two")
-    )
+    result = editor_in(root).update_file(_op("update_file", "win.txt", "@@\n uno\n-dos\n+two"))
     assert result.status == "completed", result.output
     assert (root / "win.txt").read_bytes() == "\ufeffuno\r\ntwo\r\ntrès".encode()
 
 
 def test_update_keeps_bytes_that_are_not_utf8(root: Path) -> None:
     (root / "l1.txt").write_bytes("café\nbar\nend\n".encode("latin-1"))
-    result = WorkspaceEditor(root).update_file(_op("update_file", "l1.txt", "@@\n-bar\n+baz\n end"))
+    result = editor_in(root).update_file(_op("update_file", "l1.txt", "@@\n-bar\n+baz\n end"))
     assert result.status == "completed", result.output
     assert (root / "l1.txt").read_bytes() == "café\nbaz\nend\n".encode("latin-1")
 
 
 @pytest.mark.parametrize("path", ["../escape.txt", "/tmp/abs.txt", "a/../../escape.txt"])
 def test_paths_outside_are_refused(root: Path, path: str) -> None:
-    editor = WorkspaceEditor(root)
+    editor = editor_in(root)
     result = editor.create_file(_op("create_file", path, "+x\n"))
     assert result.status == "failed"
     assert result.output and result.output.startswith("Error [")
@@ -90,16 +106,14 @@ def test_symlink_is_refused(root: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_bytes(b"secret\n")
     (root / "link.txt").symlink_to(outside)
-    result = WorkspaceEditor(root).update_file(
-        _op("update_file", "link.txt", "@@\n-secret\n+owned")
-    )
+    result = editor_in(root).update_file(_op("update_file", "link.txt", "@@\n-secret\n+owned"))
     assert result.status == "failed"
     assert outside.read_bytes() == b"secret\n"
 
 
 def test_failed_update_changes_nothing(root: Path) -> None:
     (root / "a.txt").write_bytes(b"one\ntwo\nthree\n")
-    result = WorkspaceEditor(root).update_file(
+    result = editor_in(root).update_file(
         _op("update_file", "a.txt", "@@\n one\n-two\n+2\n@@\n-absent line\n+x")
     )
     assert result.status == "failed"
@@ -109,12 +123,15 @@ def test_failed_update_changes_nothing(root: Path) -> None:
 
 
 def test_delete_missing_and_update_missing(root: Path) -> None:
-    editor = WorkspaceEditor(root)
+    editor = editor_in(root)
     assert editor.delete_file(_op("delete_file", "nope.txt")).output.startswith("Error [not_found]")
     assert editor.update_file(_op("update_file", "nope.txt", "@@\n-a\n+b")).status == "failed"
 
 
 def _request(*commands: str, timeout_ms: int | None = None, max_len: int | None = None):
+    from agents import RunContextWrapper
+    from agents.tool import ShellActionRequest, ShellCallData, ShellCommandRequest
+
     return ShellCommandRequest(
         ctx_wrapper=RunContextWrapper(context=None),
         data=ShellCallData(
@@ -128,7 +145,7 @@ def _request(*commands: str, timeout_ms: int | None = None, max_len: int | None 
 
 async def test_shell_exit_codes_and_cwd(root: Path) -> None:
     (root / "marker.txt").write_text("here")
-    result = await ShellExecutor(root)(_request("cat marker.txt", "echo oops >&2; exit 3"))
+    result = await shell_in(root)(_request("cat marker.txt", "echo oops >&2; exit 3"))
     first, second = result.output
     assert first.stdout == "here" and first.exit_code == 0 and first.status == "completed"
     assert second.exit_code == 3 and "oops" in second.stdout
@@ -136,10 +153,10 @@ async def test_shell_exit_codes_and_cwd(root: Path) -> None:
 
 async def test_shell_timeout_kills_the_process_group(root: Path) -> None:
     pidfile = root / "child.pid"
+    executor = shell_in(root)  # the SDK is imported here, before the clock starts
+    request = _request(f"sleep 60 & echo $! > {pidfile}; sleep 60", "echo never", timeout_ms=1000)
     started = time.monotonic()
-    result = await ShellExecutor(root)(
-        _request(f"sleep 60 & echo $! > {pidfile}; sleep 60", "echo never", timeout_ms=1000)
-    )
+    result = await executor(request)
     elapsed = time.monotonic() - started
     assert len(result.output) == 1  # the command after a timeout is not started
     assert result.output[0].outcome.type == "timeout"
@@ -160,14 +177,14 @@ async def test_shell_environment_is_scrubbed(root: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("OCTOS_TEST_API_KEY", "sk-secret")
     monkeypatch.setenv("LD_PRELOAD", "/tmp/evil.so")
     monkeypatch.setenv("OCTOS_PLAIN", "visible")
-    result = await ShellExecutor(root)(_request("env"))
+    result = await shell_in(root)(_request("env"))
     out = result.output[0].stdout
     assert "OCTOS_PLAIN=visible" in out
     assert "sk-secret" not in out and "LD_PRELOAD" not in out
 
 
 async def test_shell_output_is_capped(root: Path) -> None:
-    result = await ShellExecutor(root, max_output_bytes=2000)(_request("seq 1 100000"))
+    result = await shell_in(root, max_output_bytes=2000)(_request("seq 1 100000"))
     out = result.output[0].stdout
     assert len(out.encode()) < 2200
     assert out.startswith("1\n2\n") and out.rstrip().endswith("100000")
@@ -176,7 +193,7 @@ async def test_shell_output_is_capped(root: Path) -> None:
 
 async def test_shell_safe_policy(root: Path) -> None:
     (root / "keep.txt").write_text("x")
-    executor = ShellExecutor(root)
+    executor = shell_in(root)
     denied = await executor(_request("rm -rf / --no-preserve-root"))
     assert denied.output[0].exit_code is None
     assert denied.output[0].stderr.startswith("Error [policy_denied]")
@@ -187,6 +204,6 @@ async def test_shell_safe_policy(root: Path) -> None:
     async def yes(command: str) -> bool:
         return True
 
-    approved = await ShellExecutor(root, approve=yes)(_request("rm -rf keep.txt"))
+    approved = await shell_in(root, approve=yes)(_request("rm -rf keep.txt"))
     assert approved.output[0].exit_code == 0
     assert not (root / "keep.txt").exists()

@@ -294,24 +294,21 @@ async def test_mount_streamable_http_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("lifecycle_defer", "entry", "expect_deferred"),
+    [(True, None, True), (False, None, False), (True, False, False), (False, True, True)],
+)
 async def test_mounted_servers_follow_lifecycle_defer_unless_their_entry_says(
-    server_script: Path,
+    server_script: Path, lifecycle_defer: bool, entry: bool | None, expect_deferred: bool
 ) -> None:
-    script = server_script
-    for lifecycle_defer, entry, expect_deferred in [
-        (True, None, True),
-        (False, None, False),
-        (True, False, False),
-        (False, True, True),
-    ]:
-        server: dict[str, Any] = {"command": sys.executable, "args": [str(script)]}
-        if entry is not None:
-            server["defer"] = entry
-        config = Config.from_mapping(
-            {"mcp_servers": {"fx": server}, "lifecycle": {"defer": lifecycle_defer}}
-        )
-        registry = ToolRegistry()
-        async with mount_mcp_servers(registry, config) as mounts:
-            names = mounts.tools["fx"]
-            assert names
-            assert all(registry.is_deferred(n) for n in names) is expect_deferred
+    server: dict[str, Any] = {"command": sys.executable, "args": [str(server_script)]}
+    if entry is not None:
+        server["defer"] = entry
+    config = Config.from_mapping(
+        {"mcp_servers": {"fx": server}, "lifecycle": {"defer": lifecycle_defer}}
+    )
+    registry = ToolRegistry()
+    async with mount_mcp_servers(registry, config) as mounts:
+        names = mounts.tools["fx"]
+        assert names
+        assert all(registry.is_deferred(n) for n in names) is expect_deferred

@@ -20,6 +20,7 @@ import pytest
 from anyio.abc import Process
 
 from mcp import Client
+from tests.cli_helpers import run_in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -127,27 +128,16 @@ async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
 
 
 def test_non_loopback_bind_needs_allow_remote(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "octos_tools", "serve", "--workspace", str(tmp_path)),
-            *("--transport", "http", "--host", "0.0.0.0", "--port", "0"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    proc = run_in_process(
+        *("serve", "--workspace", str(tmp_path)),
+        *("--transport", "http", "--host", "0.0.0.0", "--port", "0"),
     )
     assert proc.returncode == 2
-    assert "--allow-remote" in proc.stderr
-    assert proc.stdout == ""
+    assert b"--allow-remote" in proc.stderr
+    assert proc.stdout == b""
 
 
 def test_bad_transport_is_a_usage_error(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "octos_tools", "serve", "-w", str(tmp_path), "-t", "pigeon"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_in_process("serve", "-w", str(tmp_path), "-t", "pigeon")
     assert proc.returncode == 2
-    assert "stdio" in proc.stderr
+    assert b"stdio" in proc.stderr
