@@ -24,6 +24,13 @@ registry's default view) both call it, in this order:
    :class:`~octos_tools.errors.ToolError` becomes its typed failure, any other exception
    ``internal_error`` (never a crash of the host);
 9. **output post-processing**: head/tail cap and credential redaction.
+
+Steps 1, 2, 4 and the choice of validator and runner are decided once per tool name and
+view (a :class:`~octos_tools._call_plan.CallPlan`, dropped at every change of the registry
+or the view); the context's permissions, the size, the lock, the timeout and the output
+cap are checked on every call. A tool whose coroutine cannot suspend (no ``await`` in its
+own code) is awaited straight from :func:`run_call`'s frame: it ends in its first step, so
+no timer is armed (none could stop it); every other tool runs under its timeout.
 """
 
 from __future__ import annotations
