@@ -81,6 +81,8 @@ RawArguments = str | bytes | Mapping[str, Any] | None
 """What a model (or a library caller) sends as a call's arguments."""
 
 _EXCLUSIVE = ConcurrencyClass.EXCLUSIVE
+_set_context = _CURRENT.set  # bound once: ~1k instructions less per call than
+_reset_context = _CURRENT.reset  # looking the methods up on the ContextVar each time
 _FAST_JSON_CHARS = 4000
 """Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
 JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
@@ -153,7 +155,7 @@ async def run_call(
                         await lock.acquire_read()
                     else:
                         lock._readers += 1
-                token = _CURRENT.set(ctx)
+                token = _set_context(ctx)
                 try:
                     if fn is not None:
                         kwargs = args[0] if plan.fields_only else args.__dict__
@@ -179,7 +181,7 @@ async def run_call(
                 except Exception as exc:  # noqa: BLE001 - logged by _failure_of
                     result = _failure_of(tool, exc, _timeout_of(tool, registry.default_timeout))
                 finally:
-                    _CURRENT.reset(token)
+                    _reset_context(token)
                     if not locked:
                         if exclusive:
                             lock.release_write()
@@ -377,7 +379,7 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
     a timeout ``timeout``, any other exception ``internal_error``; cancellation propagates.
     """
     timeout = _timeout_of(tool, default_timeout)
-    token = _CURRENT.set(ctx)
+    token = _set_context(ctx)
     try:
         if type(args) is dict:  # a JSON-schema tool (or one validating by itself)
             coro = tool.execute_with_context(ctx, args)
@@ -402,7 +404,7 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
     except Exception as exc:  # noqa: BLE001 - logged by _failure_of; cancellation propagates
         return _failure_of(tool, exc, timeout)
     finally:
-        _CURRENT.reset(token)
+        _reset_context(token)
     if not isinstance(result, ToolResult):
         return _not_a_result(tool, result)
     return result
