@@ -71,6 +71,10 @@ async def _defines_an_awaiting_inner() -> int:
     return 2
 
 
+async def _await_in_comprehension(items: list[Any]) -> list[Any]:
+    return [await item for item in items]
+
+
 async def _agen() -> AsyncIterator[int]:
     yield 1
 
@@ -85,6 +89,7 @@ def test_never_suspends_reads_the_coroutine_code() -> None:
     assert not never_suspends(_awaits)
     assert not never_suspends(_async_for)
     assert not never_suspends(_async_with)
+    assert not never_suspends(_await_in_comprehension)
     assert not never_suspends(_agen)
     assert not never_suspends(_sync)
     assert not never_suspends(len)

@@ -16,6 +16,10 @@ whose code has no suspension point (no ``await``, ``async for`` or ``async with`
 a timeout could stop (asyncio cannot interrupt a running step either): the pipeline awaits
 it directly, with no timer and no first-step probe. Any other tool runs under its timeout
 as before.
+
+A plan holds the tool object and, for an inline tool, its function: a tool whose ``fn`` or
+``run`` is replaced in place after its first call (rather than registered again) keeps
+running the old one until the next change of the registry or the view.
 """
 
 from __future__ import annotations
