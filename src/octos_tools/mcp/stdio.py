@@ -225,11 +225,18 @@ class PipeWriter:
         self.fd = fd
 
     def write_now(self, data: bytes | memoryview) -> int:
-        """Write what the pipe takes without waiting; return how many bytes that was."""
+        """Write what the pipe takes without waiting; return how many bytes that was.
+
+        Raises:
+            anyio.BrokenResourceError: the reader closed the pipe (the client is gone);
+                the SDK drops the answer, as it does for any closed write stream.
+        """
         try:
             return os.write(self.fd, data)
         except BlockingIOError:
             return 0
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
 
     async def write_all(self, data: bytes) -> None:
         """Write all of ``data``, waiting whenever the pipe is full."""
@@ -428,10 +435,12 @@ class _WriteTracker:
         self._reads = reads
 
     async def send(self, item: SessionMessage) -> None:
-        await self._inner.send(item)
-        message = item.message
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            self._reads.answered(message.id)
+        try:
+            await self._inner.send(item)
+        finally:  # sent, or dropped because the client closed our stdout: settled either way
+            message = item.message
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                self._reads.answered(message.id)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
