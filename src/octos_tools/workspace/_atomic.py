@@ -7,11 +7,12 @@ one or the other; a failed write (a full disk included) leaves the old file as i
 
 Durability is a setting of the workspace (:attr:`Writing.durable_writes`, the config's
 ``files.durable_writes``): when on, the temporary file is ``fsync``-ed before the rename and
-the target's folder after it, so a finished write also survives a power cut or a kernel
-crash. When off (the default, like ``@modelcontextprotocol/server-filesystem``, Codex's
-``apply_patch`` and octos, which write without ``fsync``), the last writes before such a crash
-may be lost, and on file systems that do not order a rename after the renamed file's data
-(ext4 does, by default: ``auto_da_alloc``) the file may then be found empty.
+the target's folder after it (and the parent of each folder the write creates), so a
+finished write also survives a power cut or a kernel crash. When off (the default, like
+``@modelcontextprotocol/server-filesystem``, Codex's ``apply_patch`` and octos, which write
+without ``fsync``), the last writes before such a crash may be lost, and on file systems
+that do not order a rename after the renamed file's data (ext4 does, by default:
+``auto_da_alloc``) the file may then be found empty.
 
 The replacement keeps the target's permission bits (and owner, where allowed); a new file
 gets ``0o666 & ~umask``.
@@ -174,8 +175,6 @@ def stage(
 class Writing(Reading):
     """The single-file writing methods of :class:`~octos_tools.workspace.Workspace`."""
 
-    durable_writes: bool = False
-    """``fsync`` each new file and its folder (the module docstring says what it adds)."""
     _state_hold: StateHold | None = None
 
     @contextlib.contextmanager

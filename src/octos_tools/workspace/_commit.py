@@ -179,6 +179,8 @@ class _Transaction:
                     try:
                         os.mkdir(name, 0o777, dir_fd=fd)
                         self.created_dirs.append((list(parts[:i]), name))
+                        if self.durable:
+                            fsync_dir(fd)  # the new folder's entry, before files land in it
                     except FileExistsError:
                         pass
                     except OSError as exc:

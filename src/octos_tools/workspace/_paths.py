@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat as stat_mod
 from collections.abc import Sequence
@@ -47,6 +48,10 @@ class PathResolver:
         FileNotFoundError: ``root`` does not exist.
         NotADirectoryError: ``root`` is not a directory.
     """
+
+    durable_writes: bool = False
+    """``fsync`` each new file, its folder and the parent of every folder a write creates
+    (see :mod:`octos_tools.workspace._atomic` for what it adds)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         raw = os.fspath(root)
@@ -177,7 +182,13 @@ class PathResolver:
         fd = self._open_root()
         try:
             for i, name in enumerate(parts):
-                nxt = open_subdir(fd, name, "/".join(parts[: i + 1]) or display, create)
+                nxt = open_subdir(
+                    fd,
+                    name,
+                    "/".join(parts[: i + 1]) or display,
+                    create,
+                    durable=self.durable_writes,
+                )
                 os.close(fd)
                 fd = nxt
         except BaseException:
@@ -270,9 +281,10 @@ def _check_folder_leaf(pfd: int, name: str, rel: str) -> None:
         )
 
 
-def open_subdir(fd: int, name: str, rel: str, create: bool) -> int:
+def open_subdir(fd: int, name: str, rel: str, create: bool, *, durable: bool = False) -> int:
     """Open directory ``name`` under ``fd`` without following a link (creating it first
-    with ``create``); return its descriptor.
+    with ``create``); return its descriptor. With ``durable``, a folder it creates is
+    recorded in ``fd`` by an ``fsync`` (so a durable write into it survives a power cut).
 
     Raises:
         PathError: ``not_found``, ``symlink_refused``, ``not_a_directory``, mapped errors.
@@ -290,6 +302,10 @@ def open_subdir(fd: int, name: str, rel: str, create: bool) -> int:
         pass
     except OSError as exc:
         raise map_os_error(exc, rel) from None
+    else:
+        if durable:
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
     try:
         return os.open(name, DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
