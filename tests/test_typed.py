@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
@@ -191,6 +191,8 @@ _VALUES = st.one_of(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e", "zz"]), _VALUES, max_size=5))
+@example({"a": 0, "d": "[0.0]"})  # a JSON-encoded array of integral floats (found by hypothesis)
+@example({"a": 0, "d": "[1.0, 2]"})
 def test_json_schema_tools_and_typed_tools_read_arguments_alike(args: dict[str, Any]) -> None:
     try:
         typed: dict[str, Any] | None = validate_arguments_of(Same, args, "t").model_dump()
@@ -204,3 +206,10 @@ def test_json_schema_tools_and_typed_tools_read_arguments_alike(args: dict[str, 
     if typed is not None and plain is not None:
         defaults = Same(a=0).model_dump()
         assert typed == {**defaults, **plain}, (args, typed, plain)
+
+
+def test_a_json_encoded_array_gets_the_integral_float_leniency_too() -> None:
+    assert validate_arguments_of(Same, {"a": 0, "d": "[2.0, 3]"}, "t").d == [2, 3]
+    assert validate_arguments(dict({"a": 0, "d": "[2.0]"}), _SCHEMA, tool_name="t")["d"] == [2]
+    with pytest.raises(ArgumentError):
+        validate_arguments_of(Same, {"a": 0, "d": "[2.5]"}, "t")

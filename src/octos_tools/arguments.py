@@ -427,7 +427,9 @@ def _lenient(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
             if ("array" in types and isinstance(decoded, list)) or (
                 "object" in types and isinstance(decoded, dict)
             ):
-                return decoded
+                # the decoded value gets the other leniencies (``"[2.0]"`` for a list of
+                # integers is ``[2]``); being a list or dict, it is not decoded again
+                return _lenient(decoded, schema, root)
         return value
     if isinstance(value, dict):
         props = schema.get("properties")
