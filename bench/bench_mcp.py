@@ -25,7 +25,13 @@ committed, removed afterwards unless ``--npm-dir`` names a folder to reuse).
 Run::
 
     .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
-        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src]
+        [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]] [--cpu]
+        [--ops read,list,search,edit,grep]
+
+``--ab PAIRS`` replaces the rounds by fine A/B alternation (ABBA pairs of short batches,
+median of the per-pair ratios), for a machine shared with other work; ``--cpu`` measures
+each server process's CPU time per call instead of rates (Linux ``/proc``), the figure least
+moved by other load.
 """
 
 from __future__ import annotations
@@ -211,6 +217,107 @@ async def measure(targets: list[Target], calls: int, starts: int, rounds: int) -
     return out
 
 
+async def measure_ab(targets: list[Target], batch: int, pairs: int) -> dict[str, dict[str, float]]:
+    """Fine A/B alternation for a loaded machine: for each op, ``pairs`` ABBA quadruples of
+    ``batch``-call batches between the first target (ours) and each other target, all
+    connected at once; returns, per other target and op, the median of the per-pair rate
+    ratios ours / theirs (a burst of other load hits one short batch, not a whole round)."""
+    out: dict[str, dict[str, float]] = {t.label: {} for t in targets[1:]}
+    async with AsyncExitStack() as stack:
+        clients: dict[str, Client] = {}
+        for target in targets:
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = client
+        ours = targets[0]
+        for op_name in OPS:
+            for other in targets[1:]:
+                if op_name not in other.ops or op_name not in ours.ops:
+                    continue
+                ratios: list[float] = []
+                for _ in range(pairs):
+                    a1 = await rate(clients[ours.label], ours.ops[op_name], batch)
+                    b1 = await rate(clients[other.label], other.ops[op_name], batch)
+                    b2 = await rate(clients[other.label], other.ops[op_name], batch)
+                    a2 = await rate(clients[ours.label], ours.ops[op_name], batch)
+                    ratios.append((a1 + a2) / (b1 + b2))
+                out[other.label][op_name] = statistics.median(ratios)
+            print(f"{op_name} done", file=sys.stderr)
+    return out
+
+
+def _children() -> set[int]:
+    """The process ids of this process's children (Linux ``/proc``)."""
+    out: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as fh:
+                out |= {int(x) for x in fh.read().split()}
+        except OSError:
+            continue
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure_cpu(
+    targets: list[Target], calls: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Server-side CPU milliseconds per call (user + system time of the server process over
+    ``calls`` sequential calls, median of ``rounds``): what each server spends, whatever
+    else runs on the machine (Linux only; the client's own time is not in it)."""
+    samples: dict[str, dict[str, list[float]]] = {t.label: {} for t in targets}
+    async with AsyncExitStack() as stack:
+        clients: dict[str, tuple[Client, int]] = {}
+        for target in targets:
+            before = _children()
+            client = await stack.enter_async_context(Client(target.params, mode=target.mode))
+            await client.list_tools()
+            clients[target.label] = (client, max(_children() - before))
+        for op_name in OPS:
+            for _ in range(rounds):
+                for target in targets:
+                    if op_name not in target.ops:
+                        continue
+                    client, pid = clients[target.label]
+                    await rate(client, target.ops[op_name], 5)
+                    used = _cpu_seconds(pid)
+                    await rate(client, target.ops[op_name], calls)
+                    per_call = (_cpu_seconds(pid) - used) / calls * 1e3
+                    samples[target.label].setdefault(op_name, []).append(per_call)
+            print(f"{op_name} done", file=sys.stderr)
+    return {
+        label: {op: statistics.median(v) for op, v in ops.items()} for label, ops in samples.items()
+    }
+
+
+def report_cpu(figures: dict[str, dict[str, float]]) -> str:
+    """Server CPU per call as a table, one column per server."""
+    labels = list(figures)
+    lines = ["| op (server CPU ms/call) | " + " | ".join(labels) + " |"]
+    lines.append("|---" * (len(labels) + 1) + "|")
+    for op in OPS:
+        cells = [f"{figures[lb][op]:.2f}" if op in figures[lb] else "n/a" for lb in labels]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report_ab(ratios: dict[str, dict[str, float]], ours: str) -> str:
+    """The A/B ratios as a table: one column per other server."""
+    labels = list(ratios)
+    lines = [f"| op | {ours} / " + f" | {ours} / ".join(labels) + " |"]
+    lines.append("|---" * (len(labels) + 1) + "|")
+    for op in OPS:
+        cells = [f"{ratios[lb][op]:.2f}×" if op in ratios[lb] else "n/a" for lb in labels]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def report(rounds: list[Figures], ref_label: str) -> str:
     """Medians over the rounds; the ratio is the median of the per-round ratios (each
     round measures every server back to back, so load falls on both alike)."""
@@ -248,6 +355,11 @@ def report(rounds: list[Figures], ref_label: str) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    if args.ops:
+        unknown = set(args.ops.split(",")) - set(OPS)
+        if unknown:
+            raise SystemExit(f"unknown ops: {', '.join(sorted(unknown))}")
+        OPS[:] = [op for op in OPS if op in args.ops.split(",")]
     keep = args.npm_dir is not None
     npm_dir = Path(args.npm_dir) if keep else Path(tempfile.mkdtemp(prefix="octos-bench-npm-"))
     work = Path(tempfile.mkdtemp(prefix="octos-bench-tree-"))
@@ -273,6 +385,24 @@ async def main_async(args: argparse.Namespace) -> None:
                 octos_target(trees["baseline"], "legacy", src=base, label=f"baseline {base}"),
             )
         ref_label = targets[-1].label
+        if args.cpu:
+            cpu_targets = [targets[0], *targets[2:]]
+            figures = await measure_cpu(cpu_targets, args.calls, args.rounds)
+            print(report_cpu(figures))
+            print(
+                f"\n{os.cpu_count()} CPUs; user + system time of each server process over "
+                f"{args.calls} sequential calls, median of {args.rounds} interleaved rounds"
+            )
+            return
+        if args.ab:
+            ab_targets = [targets[0], *targets[2:]]  # ours (handshake era) vs the others
+            ratios = await measure_ab(ab_targets, args.batch, args.ab)
+            print(report_ab(ratios, targets[0].label))
+            print(
+                f"\n{os.cpu_count()} CPUs; median of {args.ab} ABBA pairs of {args.batch}-call "
+                "batches (ratio of the calls/s, ours / theirs)"
+            )
+            return
         rounds = await measure(targets, args.calls, args.starts, args.rounds)
         for number, results in enumerate(rounds):
             print(f"round {number + 1}:\n{report([results], ref_label)}", file=sys.stderr)
@@ -302,6 +432,25 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         help="another checkout's src/ folder, measured as an extra server (before/after)",
+    )
+    parser.add_argument(
+        "--ab",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="instead of rounds: PAIRS ABBA pairs of short batches per op and server, "
+        "ratios only (for a loaded machine)",
+    )
+    parser.add_argument("--batch", type=int, default=40, help="calls per batch with --ab")
+    parser.add_argument(
+        "--ops",
+        help="comma-separated subset of " + ",".join(OPS) + " (e.g. edit alone, away from "
+        "a baseline that fsyncs)",
+    )
+    parser.add_argument(
+        "--cpu",
+        action="store_true",
+        help="instead of rates: each server's CPU time per call (Linux), --calls per sample",
     )
     anyio.run(main_async, parser.parse_args())
 

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +116,17 @@ def read_config_data(path: Path) -> dict[str, Any]:
     data: Any
     try:
         if is_json:
-            data = json.loads(text)
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"config file {path} is not valid JSON: {exc}") from None
         else:
-            data = tomllib.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid JSON: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+            import tomllib  # only for a TOML file: not on the path of a call without one
+
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     except ValueError as exc:  # e.g. an integer longer than Python's conversion limit
         raise ConfigError(f"config file {path} holds a value that cannot be read: {exc}") from None
     except RecursionError:

@@ -22,6 +22,7 @@ and time.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -36,11 +37,10 @@ import anyio
 import typer
 
 from ._version import __version__
-from .config import Config, load_config
 from .errors import ConfigError, OctosToolsError
-from .policy import resolve_provider_policy
 
 if TYPE_CHECKING:
+    from .config import Config
     from .registry import ToolRegistry
     from .tokens import TokenReport
     from .tool import ToolResult, ToolSpec
@@ -172,6 +172,8 @@ def _usage_error(message: str) -> NoReturn:
 
 
 def _load(config: Path | None, read_only: bool = False) -> Config:
+    from .config import load_config  # pydantic: not for --version or --help
+
     try:
         cfg = load_config(config)
     except ConfigError as exc:
@@ -182,17 +184,23 @@ def _load(config: Path | None, read_only: bool = False) -> Config:
     return cfg
 
 
-def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
-    from .profile import build_registry
+def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -> ToolRegistry:
+    """The registry of a command; for ``call`` (``call`` names the tool), only what that
+    call needs (:func:`~octos_tools.profile.build_call_registry`)."""
+    from .profile import build_call_registry, build_registry
 
     root = workspace if workspace is not None else cfg.workspace
     if root is not None and not Path(root).is_dir():
         _usage_error(f"workspace {str(root)!r} is not an existing directory")
     try:
-        registry = build_registry(cfg, root)
+        if call is not None:
+            registry = build_call_registry(call, cfg, root)
+        else:
+            registry = build_registry(cfg, root)
     except OctosToolsError as exc:
         _usage_error(str(exc))
-    _report_plugins(registry)
+    if cfg.plugins:
+        _report_plugins(registry)
     _check_policy_names(registry, cfg)
     if logger.isEnabledFor(logging.INFO):  # listing builds every spec: only when asked
         logger.info(
@@ -205,9 +213,12 @@ def _registry(cfg: Config, workspace: Path | None) -> ToolRegistry:
 
 
 def _known_names(registry: ToolRegistry) -> set[str]:
-    from .builtins import MISSING_EXTRAS
+    """Every tool name a policy may mean: registered, removed by a policy, missing its
+    extra, or built in (a call's registry holds only the families the call needs)."""
+    from .builtins import BUILTIN_TOOLS, MISSING_EXTRAS
 
-    return set(registry.names()) | set(registry.removed_by_policy()) | set(MISSING_EXTRAS)
+    names = set(registry.names()) | set(registry.removed_by_policy()) | set(MISSING_EXTRAS)
+    return names | BUILTIN_TOOLS
 
 
 def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
@@ -274,7 +285,7 @@ def call(
     """
     cfg = _load(config, read_only)
     raw: str | bytes = args if args is not None else _read_stdin()
-    registry = _registry(cfg, workspace)
+    registry = _registry(cfg, workspace, call=tool)
     # Start the configured MCP servers only when the call may be for one of their tools:
     # a built-in call should not pay for starting every mounted server.
     builtin = tool in registry or tool in registry.removed_by_policy()
@@ -572,6 +583,8 @@ def policy_explain(
     The verdict is the registry's own (the same check every call goes through); the steps
     show each policy in the order they apply, then whether the tool is shown to the model.
     """
+    from .policy import resolve_provider_policy
+
     cfg = _load(config, read_only)
     if provider or model:
         cfg = cfg.model_copy(
@@ -811,11 +824,33 @@ def serve(
         pass
 
 
+def _app_for(args: list[str]) -> typer.Typer:
+    """``app`` with only the command that ``args`` names (typer builds the click command of
+    every registered command on each run: about 10 ms for all of them, a few for one).
+    The whole app when no known command is named (``--help``, a typo: its listing and its
+    suggestions need every command). The root takes no option with a value, so the first
+    argument that is not an option is the command."""
+    name = next((a for a in args if not a.startswith("-")), None)
+    commands = [
+        c
+        for c in app.registered_commands
+        if c.callback is not None
+        and (c.name or c.callback.__name__.lower().replace("_", "-")) == name
+    ]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    trimmed = copy.copy(app)
+    trimmed.registered_commands = commands
+    trimmed.registered_groups = groups
+    return trimmed
+
+
 def main() -> None:
     """Entry point of the ``octos-tools`` script (exit codes: see the module docstring)."""
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except OctosToolsError as exc:  # a programmer-facing error that escaped a command
         _stderr_line("error", str(exc), "31")
         sys.exit(EXIT_USAGE)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_BASE_TOOLS",
     "DEFAULT_DEFERRED_GROUPS",
     "Config",
+    "FilesConfig",
     "ImageConfig",
     "LifecycleConfig",
     "LimitsConfig",
@@ -47,6 +48,7 @@ __all__ = [
     "ShellConfig",
     "WebConfig",
     "WebSearchProviderConfig",
+    "default_config",
     "load_config",
 ]
 
@@ -77,8 +79,12 @@ DEFAULT_BASE_TOOLS: tuple[str, ...] = (
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # defer_build: a validator is built when a model first validates (a config file, an
+    # explicit ``Config(...)``), not at import; the defaults need none (:func:`default_config`)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
+
+_M = TypeVar("_M", bound=_Model)
 
 _ENTRY_RE = re.compile(r"^(group:[A-Za-z0-9_:.-]+|[A-Za-z0-9_.-]*\*?)$")
 _MAX_PATH_BYTES = 4096
@@ -147,6 +153,18 @@ class LimitsConfig(_Model):
     max_args_bytes: int = Field(1_048_576, ge=1, le=64 * 1_048_576)
     max_output_bytes: int = Field(50_000, ge=256, le=100_000_000)
     tool_timeout_secs: float = Field(1800.0, gt=0, le=86_400)
+
+
+class FilesConfig(_Model):
+    """File tools' settings.
+
+    Attributes:
+        durable_writes: ``fsync`` every written file and its folder, so a finished write
+            survives a power cut or kernel crash (off: atomic, not synced; see
+            :mod:`octos_tools.workspace._atomic`).
+    """
+
+    durable_writes: bool = False
 
 
 class McpServerConfig(_Model):
@@ -301,7 +319,7 @@ class Config(_Model):
         context_filter: tags; only tools with no tags or one of these are shown.
         deferred_groups: groups deferred when too many tools are visible.
         base_tools: tool names never evicted by the LRU.
-        lifecycle, limits, shell, web: see their classes.
+        lifecycle, limits, files, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
@@ -319,6 +337,7 @@ class Config(_Model):
     base_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_BASE_TOOLS))
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)  # type: ignore[arg-type]
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
+    files: FilesConfig = Field(default_factory=FilesConfig)  # type: ignore[arg-type]
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]
@@ -419,6 +438,29 @@ def _format_validation_error(exc: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: {text}"
 
 
+def _construct_defaults(cls: type[_M]) -> _M:
+    """``cls()`` without validation: every field at its default, sections built the same
+    way (a default is valid by construction; ``tests/test_call_fast_path.py`` checks the
+    result equals ``cls()``). Every value is passed, so pydantic inspects no factory."""
+    values: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        factory = info.default_factory
+        if factory is None:
+            values[name] = info.default  # immutable: None, a number, a bool or a string
+        elif isinstance(factory, type) and issubclass(factory, _Model):
+            values[name] = _construct_defaults(factory)
+        else:
+            values[name] = factory()  # type: ignore[call-arg]
+    return cls.model_construct(_fields_set=set(), **values)
+
+
+def default_config() -> Config:
+    """The default configuration, equal to ``Config()`` (same values, no field set), built
+    without validating: no pydantic validator is generated for it, which keeps a process
+    that reads no config file (``octos-tools call``) from building one for every section."""
+    return _construct_defaults(Config)
+
+
 def load_config(path: str | os.PathLike[str] | None) -> Config:
     """Read a JSON (``.json``) or TOML (``.toml``, or anything else that parses as TOML) file.
 
@@ -431,7 +473,7 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
             regular file, too large, does not parse, or does not validate.
     """
     if path is None:
-        return Config()
+        return default_config()
     p = Path(path)
     data = read_config_data(p)
     config = Config.from_mapping(data, source=str(p))

@@ -41,7 +41,7 @@ from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
 from .context import ToolContext
-from .tool import ConcurrencyClass, JSONObject, ToolResult
+from .tool import ConcurrencyClass, JSONObject, ToolResult, ok_result
 from .typed import ToolArgs, TypedTool
 
 __all__ = ["FunctionTool", "tool"]
@@ -255,17 +255,16 @@ class FunctionTool(TypedTool):
             value = await self.fn(**kwargs)
         else:
             value = await anyio.to_thread.run_sync(partial(self.fn, **kwargs))
-        return _to_result(value)
+        return to_result(value)
 
 
-def _to_result(value: Any) -> ToolResult:
+def to_result(value: Any) -> ToolResult:
+    """A function tool's return value as its result (see :meth:`FunctionTool.run`)."""
     kind = type(value)
     if kind is int:  # the common scalars: no JSON round trip
-        return ToolResult(output=str(value), structured_metadata={"result": value})
+        return ok_result(str(value), {"result": value})
     if kind is bool:
-        return ToolResult(
-            output="true" if value else "false", structured_metadata={"result": value}
-        )
+        return ok_result("true" if value else "false", {"result": value})
     if isinstance(value, ToolResult):
         return value
     if value is None:

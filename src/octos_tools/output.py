@@ -12,6 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+_AhoCorasick: Any
+try:  # one pass for every marker; without it, one substring search per marker
+    from ahocorasick_rs import AhoCorasick as _AhoCorasick
+except ImportError:  # pragma: no cover - a declared dependency; kept working without it
+    _AhoCorasick = None
+
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "cap_output", "redact_secrets", "redact_value"]
 
 DEFAULT_MAX_OUTPUT_BYTES = 50_000
@@ -129,6 +135,21 @@ _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
     )
 )
 
+_MARKERS = tuple(sorted({m for markers, _ in _SECRET_PATTERNS for m in markers}))
+_MARKER_FINDER: Any = None
+if _AhoCorasick is not None:
+    _MARKER_FINDER = _AhoCorasick(list(_MARKERS))
+
+
+def _present_markers(text: str) -> set[str] | None:
+    """Every marker occurring in ``text``, found in one pass (Aho-Corasick, in Rust: ~55 µs
+    on a 33 kB source file where 34 ``in`` searches take ~0.6 ms); ``None`` without
+    ``ahocorasick_rs``."""
+    if _MARKER_FINDER is None:
+        return None
+    return set(_MARKER_FINDER.find_matches_as_strings(text, overlapping=True))
+
+
 _CERTIFICATE_BEFORE = re.compile(r"-----BEGIN [A-Z0-9 ]*(?:CERTIFICATE|PUBLIC KEY)-----\r?\n$")
 
 
@@ -175,6 +196,17 @@ def redact_secrets(text: str) -> str:
     """
     if not text:
         return text
+    markers_in = _present_markers(text)
+    if markers_in is not None:
+        for markers, pattern in _SECRET_PATTERNS:
+            if not markers_in:
+                break
+            if not markers_in.isdisjoint(markers):
+                redacted = pattern.sub(_mask, text)
+                if redacted != text:
+                    text = redacted
+                    markers_in = _present_markers(text) or set()  # what is left to look for
+        return text
     present: dict[str, bool] = {}  # each marker is searched for once
     for markers, pattern in _SECRET_PATTERNS:
         hit = False
@@ -190,6 +222,11 @@ def redact_secrets(text: str) -> str:
     return text
 
 
+_MIN_SECRET_CHARS = 8
+"""No pattern above matches fewer characters (the shortest, a labelled key, needs more)."""
+_NO_TEXT = frozenset({int, float, bool, type(None)})
+
+
 def redact_value(value: Any) -> Any:
     """``value`` with :func:`redact_secrets` applied to every string in it, keys kept.
 
@@ -197,12 +234,29 @@ def redact_value(value: Any) -> Any:
     CLI's JSON). Returns the same object when nothing changed. Recursion depth is that of the
     tool's own metadata.
     """
+    kind = type(value)
+    if kind is str:
+        return value if len(value) < _MIN_SECRET_CHARS else redact_secrets(value)
+    if kind in _NO_TEXT:
+        return value
     if isinstance(value, str):
         return redact_secrets(value)
     if isinstance(value, dict):
-        items = {k: redact_value(v) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
+        changed: dict[Any, Any] | None = None
+        for k, v in value.items():
+            new = redact_value(v)
+            if new is not v:
+                if changed is None:
+                    changed = dict(value)
+                changed[k] = new
+        return value if changed is None else changed
     if isinstance(value, list | tuple):
-        seq = [redact_value(v) for v in value]
-        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
+        seq: list[Any] | None = None
+        for i, v in enumerate(value):
+            new = redact_value(v)
+            if new is not v:
+                if seq is None:
+                    seq = list(value)
+                seq[i] = new
+        return value if seq is None else seq
     return value

@@ -41,14 +41,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
+from ._call_plan import plan_call, typed_model
 from .arguments import parse_arguments, validate_arguments
 from .context import _CURRENT, ToolContext
 from .errors import ErrorKind, ToolError
+from .function_tool import to_result
 from .output import cap_output, redact_secrets, redact_value
-from .tool import ConcurrencyClass, Tool, ToolResult
-from .typed import ToolArgs, TypedTool, validate_arguments_of
+from .tool import ConcurrencyClass, Tool, ToolResult, ok_result
+from .typed import ToolArgs, validate_arguments_of
 
 if TYPE_CHECKING:
+    from ._call_plan import CallPlan
     from .registry import ToolRegistry, ToolView
     from .tasks import TaskRecord
 
@@ -98,6 +101,86 @@ async def run_call(
         The result; never raises for a bad call (cancellation propagates).
     """
     registry = view.registry
+    # The fast path: a planned name (allowed, not deferred, typed: see _call_plan), a
+    # context without permission lists, a short ASCII argument string without escapes
+    # (under the size limit, no lone surrogate possible) that validates at once.
+    plan: CallPlan | None
+    try:
+        plan = view._plans[name]
+    except KeyError:
+        plan = plan_call(view, name)
+    permissions = ctx.permissions
+    if (
+        plan is not None
+        and type(raw) is str
+        and not permissions.denied_tools
+        and permissions.allowed_tools is None
+        and (size := len(raw)) <= _FAST_JSON_CHARS
+        and size <= registry.max_args_size
+        and raw.isascii()
+        and "\\u" not in raw
+    ):
+        try:
+            args = plan.validate_json(raw)
+        except ValidationError:
+            pass  # the general way says exactly what is wrong (or applies a leniency)
+        else:
+            lifecycle = view.lifecycle
+            lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
+            planned = plan.tool
+            fn = plan.fn
+            run = plan.run
+            lock = view.lock
+            exclusive = planned.concurrency_class is _EXCLUSIVE
+            if fn is None and run is None:
+                return await _run_prepared(view, name, planned, args, ctx, locked)
+            # A coroutine that never suspends: no timer (nothing could stop it before it
+            # ends), a free lock taken and released in place, one coroutine frame.
+            if not locked:
+                if exclusive:
+                    if lock._writer or lock._readers or lock._waiting_writers:
+                        await lock.acquire_write()
+                    else:
+                        lock._writer = True
+                elif lock._writer or lock._waiting_writers:
+                    await lock.acquire_read()
+                else:
+                    lock._readers += 1
+            token = _CURRENT.set(ctx)
+            try:
+                if fn is not None:
+                    kwargs = args[0] if plan.fields_only else args.__dict__
+                    if plan.context_params:
+                        kwargs = dict(kwargs)
+                        for param in plan.context_params:
+                            kwargs[param] = ctx
+                    value = await fn(**kwargs)
+                    if type(value) is int:  # digits: no credential pattern can match them
+                        output = str(value)
+                        result = ok_result(output, {"result": value})
+                        if (
+                            len(output)
+                            <= (planned.max_output_bytes or registry.max_output_bytes) // 4
+                        ):
+                            return result
+                    else:
+                        result = to_result(value)
+                elif run is not None:
+                    result = await run(args, ctx)
+                    if not isinstance(result, ToolResult):
+                        result = _not_a_result(planned, result)
+            except Exception as exc:  # noqa: BLE001 - logged by _failure_of
+                result = _failure_of(planned, exc, _timeout_of(planned, registry.default_timeout))
+            finally:
+                _CURRENT.reset(token)
+                if not locked:
+                    if exclusive:
+                        lock.release_write()
+                    else:
+                        lock._readers -= 1
+                        if not lock._readers and lock._changed is not None:
+                            lock._notify()
+            return post_process(registry, planned, result)
     tool: Tool | None = None
     try:
         decision = registry._verdicts.get(name)  # cached until the registry's next mutation
@@ -105,7 +188,6 @@ async def run_call(
             decision = registry.evaluate(name)
         if not decision.allowed:
             registry.check_policy(name)
-        permissions = ctx.permissions
         if (
             permissions.denied_tools or permissions.allowed_tools is not None
         ) and not permissions.is_tool_allowed(name):
@@ -120,6 +202,27 @@ async def run_call(
         tool, args = prepare(registry, name, raw)
         lifecycle = view.lifecycle
         lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
+    except ToolError as exc:
+        return post_process(registry, tool, ToolResult.from_error(exc))
+    except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
+        logger.exception("call of %r failed before it ran", name)
+        return post_process(
+            registry,
+            tool,
+            ToolResult.failure(
+                ErrorKind.INTERNAL_ERROR,
+                f"the call of {name!r} failed before it ran: {type(exc).__name__}: {exc}",
+            ),
+        )
+    return await _run_prepared(view, name, tool, args, ctx, locked)
+
+
+async def _run_prepared(
+    view: ToolView, name: str, tool: Tool, args: Any, ctx: ToolContext, locked: bool
+) -> ToolResult:
+    """Steps 7-9 for validated ``args``: spawn-only, dispatch under the lock, output."""
+    registry = view.registry
+    try:
         if name in registry._spawn_only:
             result = _spawn(registry, tool, args, ctx)
         elif locked:
@@ -139,9 +242,9 @@ async def run_call(
                 result = await dispatch(tool, args, ctx, registry.default_timeout)
             finally:
                 lock.release_read()
-    except ToolError as exc:
+    except ToolError as exc:  # from a spawn
         result = ToolResult.from_error(exc)
-    except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
+    except Exception as exc:  # a bug of the pipeline itself: never raise
         logger.exception("call of %r failed before it ran", name)
         result = ToolResult.failure(
             ErrorKind.INTERNAL_ERROR,
@@ -151,18 +254,6 @@ async def run_call(
 
 
 # ---------------------------------------------------------------------- arguments
-
-
-def typed_model(tool: Tool) -> type[ToolArgs] | None:
-    """The ``Args`` model the pipeline validates ``tool``'s arguments into, or ``None`` for
-    a JSON-schema tool (or a typed tool that overrides ``execute_with_context`` and so
-    validates by itself)."""
-    if not isinstance(tool, TypedTool):
-        return None
-    model = tool.Args
-    if model is ToolArgs or type(tool).execute_with_context is not TypedTool.execute_with_context:
-        return None
-    return model
 
 
 def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool, Any]:
@@ -288,7 +379,7 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
     waits for a person. A :class:`~octos_tools.errors.ToolError` becomes its typed failure,
     a timeout ``timeout``, any other exception ``internal_error``; cancellation propagates.
     """
-    timeout = None if tool.blocks_on_human_input else (tool.timeout or default_timeout)
+    timeout = _timeout_of(tool, default_timeout)
     token = _CURRENT.set(ctx)
     try:
         if type(args) is dict:  # a JSON-schema tool (or one validating by itself)
@@ -311,27 +402,44 @@ async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: flo
                 result = stop.value
             else:
                 result = await _finish_with_timeout(coro, pending, timeout)
-    except ToolError as exc:
+    except Exception as exc:  # noqa: BLE001 - logged by _failure_of; cancellation propagates
+        return _failure_of(tool, exc, timeout)
+    finally:
+        _CURRENT.reset(token)
+    if not isinstance(result, ToolResult):
+        return _not_a_result(tool, result)
+    return result
+
+
+def _timeout_of(tool: Tool, default_timeout: float) -> float | None:
+    """The call's timeout in seconds: the tool's own, else the default; none for a tool
+    that waits for a person."""
+    return None if tool.blocks_on_human_input else (tool.timeout or default_timeout)
+
+
+def _failure_of(tool: Tool, exc: Exception, timeout: float | None) -> ToolResult:
+    """The failed result of a tool that raised ``exc``: a :class:`ToolError` its typed
+    failure, a :class:`TimeoutError` (under a ``timeout``) ``timeout``, anything else
+    ``internal_error`` (logged)."""
+    if isinstance(exc, ToolError):
         return ToolResult.from_error(exc)
-    except TimeoutError:
+    if isinstance(exc, TimeoutError) and timeout is not None:
         return ToolResult.failure(
             ErrorKind.TIMEOUT,
             f"tool {tool.name!r} did not finish within {timeout:g} s and was stopped",
         )
-    except Exception as exc:
-        logger.exception("tool %r raised", tool.name)
-        return ToolResult.failure(
-            ErrorKind.INTERNAL_ERROR,
-            f"tool {tool.name!r} failed with an internal error: {type(exc).__name__}: {exc}",
-        )
-    finally:
-        _CURRENT.reset(token)
-    if not isinstance(result, ToolResult):
-        return ToolResult.failure(
-            ErrorKind.INTERNAL_ERROR,
-            f"tool {tool.name!r} returned {type(result).__name__}, not a ToolResult",
-        )
-    return result
+    logger.error("tool %r raised", tool.name, exc_info=exc)
+    return ToolResult.failure(
+        ErrorKind.INTERNAL_ERROR,
+        f"tool {tool.name!r} failed with an internal error: {type(exc).__name__}: {exc}",
+    )
+
+
+def _not_a_result(tool: Tool, value: object) -> ToolResult:
+    return ToolResult.failure(
+        ErrorKind.INTERNAL_ERROR,
+        f"tool {tool.name!r} returned {type(value).__name__}, not a ToolResult",
+    )
 
 
 # ---------------------------------------------------------------------- spawn-only

@@ -10,7 +10,6 @@ carries the nearest known names (``difflib``), for a "did you mean" hint.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -58,6 +57,8 @@ class NameProblem:
 def suggest_names(name: str, known: Iterable[str], *, limit: int = 3) -> tuple[str, ...]:
     """The known names nearest ``name``: an exact case-insensitive match first, then
     ``difflib`` close matches (cutoff 0.6)."""
+    import difflib  # only when a name is unknown: not on the path of every call
+
     pool = sorted(set(known))
     lowered = [k for k in pool if k.lower() == name.lower() and k != name]
     close = difflib.get_close_matches(name, pool, n=limit, cutoff=0.6)

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import Config
+from .config import Config, default_config
 from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_LISTED",
     "apply_deferral",
     "apply_policies",
+    "build_call_registry",
     "build_registry",
     "deferral_enabled",
     "read_only_policy",
@@ -154,12 +155,71 @@ def build_registry(
     Raises:
         PathError: if the workspace root does not exist or is not a directory.
     """
+    return _build(
+        config or default_config(),
+        workspace,
+        session_key=session_key,
+        families=None if builtins else [],
+        defer=defer,
+    )
+
+
+def build_call_registry(
+    tool: str,
+    config: Config | None = None,
+    workspace: str | os.PathLike[str] | Workspace | None = None,
+    *,
+    session_key: str | None = None,
+) -> ToolRegistry:
+    """Build a registry for one call of ``tool`` (``octos-tools call``): only the built-in
+    families that call needs (:func:`octos_tools.builtins.families_for`), so a one-shot
+    process does not import and build every family.
+
+    The call's outcome is the one :func:`build_registry` would give: the same policies, the
+    same read-only preset and configuration apply to the tool, and every verdict depends
+    only on names, tags and the group table. The whole registry is built instead when the
+    tool needs the catalog (discovery, sub-agents), is not a built-in tool (a plugin's, a
+    mounted server's, an unknown name: its "did you mean" names every tool), when plugins
+    are configured, or when its family registered nothing under that name (its extra is
+    missing). What the partial registry lists (its specs, its deferral) is not the full
+    list: use :func:`build_registry` for anything but the call.
+
+    Args:
+        tool: the name of the tool to call.
+        config, workspace, session_key: as :func:`build_registry`.
+
+    Raises:
+        PathError: if the workspace root does not exist or is not a directory.
+    """
+    from .builtins import families_for
+
+    config = config or default_config()
+    families = None if config.plugins else families_for(tool)
+    if families is not None:
+        registry = _build(config, workspace, session_key=session_key, families=families)
+        if tool in registry or tool in registry.removed_by_policy():
+            return registry
+    return _build(config, workspace, session_key=session_key, families=None)
+
+
+def _build(
+    config: Config,
+    workspace: str | os.PathLike[str] | Workspace | None,
+    *,
+    session_key: str | None,
+    families: list[str] | None,
+    defer: bool | None = None,
+) -> ToolRegistry:
+    """Builtins (``families``: ``None`` for all) → plugins → policies → deferral."""
     from .workspace import Workspace
 
-    config = config or Config()
     if workspace is None:
         workspace = config.workspace or os.getcwd()
-    ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace))
+    ws = (
+        workspace
+        if isinstance(workspace, Workspace)
+        else Workspace(Path(workspace), durable_writes=config.files.durable_writes)
+    )
     # the listed tools are the LRU's base tools unless the configuration names its own
     base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(
@@ -170,10 +230,10 @@ def build_registry(
         max_output_bytes=config.limits.max_output_bytes,
         session_key=session_key,
     )
-    if builtins:
+    if families is None or families:
         from .builtins import register_builtins
 
-        register_builtins(registry, ws, config)
+        register_builtins(registry, ws, config, families=families)
     if config.plugins:  # before policies and deferral: plugin tools obey them like any other
         from .plugins import load_plugins
 

@@ -33,6 +33,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolSpec",
+    "ok_result",
 ]
 
 JSONObject = dict[str, Any]
@@ -247,6 +248,25 @@ class ToolResult:
             "structured_metadata": self.structured_metadata,
             "content": [_content_to_dict(block) for block in self.content],
         }
+
+
+_new = object.__new__
+
+
+def ok_result(output: str, metadata: JSONObject | None = None) -> ToolResult:
+    """``ToolResult(output=output, structured_metadata=metadata)``, built without the
+    dataclass ``__init__`` (keyword binding and three default factories: about half the
+    cost of a no-op call's result). Every field is set, the lists are fresh."""
+    result: ToolResult = _new(ToolResult)
+    result.output = output
+    result.success = True
+    result.file_modified = None
+    result.files_modified = []
+    result.files_to_send = []
+    result.tokens_used = None
+    result.structured_metadata = metadata
+    result.content = []
+    return result
 
 
 @dataclass(frozen=True, slots=True)

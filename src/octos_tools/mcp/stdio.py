@@ -1,9 +1,10 @@
 """The stdio transport of ``octos-tools serve`` (MCP specification, *Base protocol →
 Transports → stdio*): one JSON-RPC message per line on stdin, answers on stdout.
 
-Built on the SDK's :func:`mcp.server.stdio.stdio_server` (which moves fd 0 and 1 out of the
-way so that a stray ``print`` or child process cannot corrupt the wire), with three rules of
-our own:
+The SDK decodes and encodes every message (its ``jsonrpc_message_adapter`` and models) and
+its ``Server`` runs the protocol; this module moves the bytes. Like the SDK's
+:func:`mcp.server.stdio.stdio_server` it moves fd 0 and 1 out of the way so that a stray
+``print`` or child process cannot corrupt the wire, with these rules of our own:
 
 * **A line has a size cap** (:data:`DEFAULT_MAX_MESSAGE_BYTES`, the SDK's HTTP body limit):
   a longer line is never held in memory whole; it is skipped and answered with a JSON-RPC
@@ -16,6 +17,11 @@ our own:
   are made non-blocking and read / written with ``anyio.wait_readable`` /
   ``wait_writable``, instead of a worker-thread hop per read and two per answer (the SDK's
   ``anyio.wrap_file``); regular files and terminals keep the thread path.
+* **No relay tasks when stdout is a pipe**: a message is decoded by the task that receives
+  it and written by the task that answers (:class:`_DirectReads`, :class:`_DirectWrites`),
+  where the SDK's ``stdio_server`` passes each one through a memory stream to a reader or
+  writer task: two task hops less per call (a ``list_dir`` call spent 0.93 ms in the server
+  with them, 0.57 ms without). Otherwise the SDK's ``stdio_server`` serves.
 """
 
 from __future__ import annotations
@@ -207,38 +213,106 @@ def _pollable(fd: int) -> bool:
 
 
 class PipeWriter:
-    """The text writer handed to the SDK's ``stdio_server`` as ``stdout``: one ``os.write``
-    per message from the event loop for a pipe (waiting with ``wait_writable`` when it is
-    full), instead of ``anyio.wrap_file``'s worker-thread hop for each ``write`` and
-    ``flush``. The SDK calls ``write(json + "\n")`` then ``flush()``.
+    """A non-blocking pipe written from the event loop: as much as it takes at once, then
+    the rest waiting with ``wait_writable`` when it is full (no worker-thread hop).
 
     Args:
-        fd: the descriptor to write (the SDK's private duplicate of stdout); must already
-            be non-blocking (see :func:`_pollable`).
+        fd: the descriptor to write (a private duplicate of stdout); must already be
+            non-blocking (see :func:`_pollable`).
     """
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    async def write(self, text: str) -> int:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            try:
-                sent = os.write(self.fd, data)
-            except BlockingIOError:
-                await anyio.wait_writable(self.fd)
-                continue
-            data = data[sent:]
-        return len(text)
+    def write_now(self, data: bytes | memoryview) -> int:
+        """Write what the pipe takes without waiting; return how many bytes that was."""
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
 
-    async def flush(self) -> None:
+    async def write_all(self, data: bytes) -> None:
+        """Write all of ``data``, waiting whenever the pipe is full."""
+        view = memoryview(data)
+        while view:
+            sent = self.write_now(view)
+            if not sent:
+                await anyio.wait_writable(self.fd)
+            view = view[sent:]
+
+
+class _DirectWrites:
+    """The write stream handed to the SDK when stdout is a pipe: each message is serialised
+    (by the SDK's own model: ``model_dump_json(by_alias=True, exclude_unset=True)``, as its
+    ``stdio_server`` does) and written by the task that sends it, instead of passing through
+    a memory stream to a writer task (one task hop less per answer).
+
+    Messages never interleave: a message the pipe cannot take at once is finished under a
+    lock, shielded from cancellation, and later senders wait for it.
+    """
+
+    def __init__(self, out: PipeWriter) -> None:
+        self._out = out
+        self._lock = anyio.Lock()
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        line = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        data = line.encode("utf-8")
+        if self._lock.locked():
+            await self._lock.acquire()
+        else:
+            sent = self._out.write_now(data)
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self._lock.acquire_nowait()  # no await since the check: nobody holds it
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._out.write_all(data)
+        finally:
+            self._lock.release()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _DirectWrites:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _DirectReads:
+    """The read stream under :class:`_Tracked` when stdout is a pipe: each line of
+    :class:`CappedLines` decoded by the SDK's own adapter
+    (``jsonrpc_message_adapter.validate_json``, as its ``stdio_server`` does) in the task that
+    receives it, instead of a reader task and a memory stream. A line that does not decode
+    is passed on as its exception, as the SDK does."""
+
+    def __init__(self, lines: CappedLines) -> None:
+        self._lines = lines
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            line = await self._lines.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValueError as exc:  # pydantic's ValidationError, as the SDK passes it on
+            return exc
+
+    async def aclose(self) -> None:
         return None
 
 
 def _stdout_writer() -> PipeWriter | None:
     """When fd 1 is a pipe or socket: move the wire to a private non-blocking duplicate,
     point fd 1 at stderr (as the SDK does, so stray output misses the wire) and return its
-    :class:`PipeWriter`; otherwise ``None`` (the SDK's own thread-backed writer serves)."""
+    :class:`PipeWriter`; otherwise ``None`` (the SDK's ``stdio_server`` serves)."""
     try:
         out, err = os.fstat(1), os.fstat(2)
     except OSError:
@@ -263,7 +337,7 @@ class _Tracked:
 
     def __init__(
         self,
-        inner: ReadStream[SessionMessage | Exception],
+        inner: ReadStream[SessionMessage | Exception] | _DirectReads,
         write: WriteStream[SessionMessage],
         lines: CappedLines,
     ) -> None:
@@ -394,9 +468,15 @@ async def stdio_transport(
     out: PipeWriter | None = None
     try:
         # For a pipe, stdout moves to a private non-blocking duplicate (fd 1 then points at
-        # stderr); otherwise the SDK claims and diverts fd 1 itself.
+        # stderr) and messages are decoded and written by the tasks that use them;
+        # otherwise the SDK's stdio_server serves (and claims and diverts fd 1 itself).
         out = _stdout_writer()
-        async with stdio_server(stdin=lines, stdout=out) as (read_stream, write_stream):  # type: ignore[arg-type]
+        if out is not None:
+            direct = _DirectWrites(out)
+            reads = _Tracked(_DirectReads(lines), direct, lines)
+            yield reads, _WriteTracker(direct, reads), lines.eof
+            return
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             reads = _Tracked(read_stream, write_stream, lines)
             yield reads, _WriteTracker(write_stream, reads), lines.eof
     finally:

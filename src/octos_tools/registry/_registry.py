@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -297,6 +297,7 @@ class ToolRegistry:
     def _mutated(self) -> None:
         self._version += 1
         self._verdicts.clear()
+        self._view._plans.clear()  # session views drop theirs in view._changed() below
         self._group_of.clear()
         self._fire()
         for view in list(self._session_views):
@@ -658,12 +659,12 @@ class ToolRegistry:
 
     # ------------------------------------------------------------------ execution
 
-    async def execute(
+    def execute(
         self,
         name: str,
         args: str | bytes | Mapping[str, Any] | None = None,
         ctx: ToolContext | None = None,
-    ) -> ToolResult:
+    ) -> Coroutine[Any, Any, ToolResult]:
         """Run one tool call in the default view through the pipeline of
         :mod:`octos_tools.pipeline`; never raises for a bad call: every failure is a
         :class:`~octos_tools.tool.ToolResult` with ``success=False`` and an error kind.
@@ -678,8 +679,12 @@ class ToolRegistry:
                 arguments, or ``None`` for none.
             ctx: the call's :class:`~octos_tools.context.ToolContext` (a fresh one with this
                 registry's workspace when ``None``).
+
+        Returns:
+            A coroutine (``await registry.execute(...)``) whose value is the result (a plain
+            method returning the pipeline's coroutine: one coroutine frame less per call).
         """
-        return await run_call(self._view, name, args, self.context_for(ctx))
+        return run_call(self._view, name, args, self.context_for(ctx))
 
     def context_for(self, ctx: ToolContext | None, session: Any = None) -> ToolContext:
         """``ctx`` completed for a call in this registry: ``registry`` set, and the

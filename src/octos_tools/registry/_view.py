@@ -24,6 +24,7 @@ from ..tool import ToolSpec
 from ._catalog import CatalogEntry
 
 if TYPE_CHECKING:
+    from .._call_plan import CallPlan
     from ._registry import ToolRegistry
 
 __all__ = ["ToolView"]
@@ -55,6 +56,7 @@ class ToolView:
         "_catalog",
         "_evicted",
         "_hidden",
+        "_plans",
         "_specs",
         "_specs_key",
         "_version",
@@ -78,6 +80,8 @@ class ToolView:
         self._specs: list[ToolSpec] | None = None
         self._specs_key = (-1, -1)
         self._catalog: tuple[tuple[int, int], list[CatalogEntry]] | None = None
+        # name -> its call plan (None: the general way), dropped at every change
+        self._plans: dict[str, CallPlan | None] = {}
 
     # ------------------------------------------------------------------ change tracking
 
@@ -88,6 +92,7 @@ class ToolView:
 
     def _changed(self) -> None:
         self._version += 1
+        self._plans.clear()
         callback = self.on_change
         if callback is not None:
             try:

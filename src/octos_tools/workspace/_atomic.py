@@ -1,10 +1,19 @@
 """Atomic writing: stage a new content, then rename it over the target.
 
 A new content is written to a temporary file (in the state folder, or beside the target when
-that folder sits on another file system), flushed and ``fsync``-ed, then ``renameat``-ed
-over the target; the target's folder is ``fsync``-ed afterwards. A crash leaves the old file or
-the new one, never a mix, and a failed write (a full disk included) leaves the old file as it
-was. The replacement keeps the target's permission bits (and owner, where allowed); a new file
+that folder sits on another file system), then ``renameat``-ed over the target. Another
+process sees the old file or the new one, never a mix; a crash of the writing process leaves
+one or the other; a failed write (a full disk included) leaves the old file as it was.
+
+Durability is a setting of the workspace (:attr:`Writing.durable_writes`, the config's
+``files.durable_writes``): when on, the temporary file is ``fsync``-ed before the rename and
+the target's folder after it, so a finished write also survives a power cut or a kernel
+crash. When off (the default, like ``@modelcontextprotocol/server-filesystem``, Codex's
+``apply_patch`` and octos, which write without ``fsync``), the last writes before such a crash
+may be lost, and on file systems that do not order a rename after the renamed file's data
+(ext4 does, by default: ``auto_da_alloc``) the file may then be found empty.
+
+The replacement keeps the target's permission bits (and owner, where allowed); a new file
 gets ``0o666 & ~umask``.
 
 Hard links: the rename gives the target a new inode, so a file with several names keeps its
@@ -25,7 +34,7 @@ from ..errors import ErrorKind, PathError
 from ._errors import map_os_error
 from ._paths import O_CLOEXEC, O_NOFOLLOW
 from ._reading import Reading
-from ._state import fsync_dir, note_foreign_temp, writer_lock
+from ._state import StateHold, fsync_dir, note_foreign_temp, writer_lock
 from ._tempnames import new_temp_name
 
 __all__ = [
@@ -100,8 +109,9 @@ def stage(
     mode: int | None,
     owner: os.stat_result | None = None,
     note: Callable[[str], object] | None = None,
+    durable: bool = True,
 ) -> str:
-    """Write ``data`` to a new temporary file in folder ``dfd``; return its name (fsync-ed).
+    """Write ``data`` to a new temporary file in folder ``dfd``; return its name.
 
     Args:
         dfd: the folder to create it in.
@@ -110,6 +120,7 @@ def stage(
         mode: permission bits to give it; ``None``: the default of a new file (umask).
         owner: the file it will replace; its owner and group are copied when allowed.
         note: called with the temporary name before the file is created (to record it).
+        durable: ``fsync`` the file before returning.
 
     Raises:
         PathError: ``disk_full`` and other mapped ``OSError`` kinds; no temporary file is
@@ -147,7 +158,8 @@ def stage(
                     os.fchown(fd, owner.st_uid, owner.st_gid)
         if mode is not None:
             os.fchmod(fd, mode)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -161,6 +173,38 @@ def stage(
 
 class Writing(Reading):
     """The single-file writing methods of :class:`~octos_tools.workspace.Workspace`."""
+
+    durable_writes: bool = False
+    """``fsync`` each new file and its folder (the module docstring says what it adds)."""
+    _state_hold: StateHold | None = None
+
+    @contextlib.contextmanager
+    def holding_state_folder(self) -> Iterator[None]:
+        """While the block runs, the state folder a write creates is kept (not removed and
+        re-created by every write); it is removed when the block ends, if idle and empty.
+
+        For a host that writes often (``octos-tools serve``): removing a folder costs a
+        journal commit on ext4 (about 4 ms). See :class:`~._state.StateHold` for what is
+        given up meanwhile. Nested blocks share the outer hold.
+        """
+        if self._state_hold is not None and self._state_hold.active:
+            yield
+            return
+        hold = StateHold()
+        self._state_hold = hold
+        try:
+            yield
+        finally:
+            self._state_hold = None
+            hold.release()
+
+    def release_state_folder(self) -> None:
+        """End the current :meth:`holding_state_folder` hold now (idempotent): for a process
+        about to leave without unwinding (``os._exit`` after a signal). Writes after it go
+        the usual way again."""
+        hold = self._state_hold
+        if hold is not None:
+            hold.release()
 
     def write_bytes(
         self,
@@ -204,14 +248,23 @@ class Writing(Reading):
                 markers: list[str] = []
                 noter = foreign_noter(sfd, where, rel.rpartition("/")[0], markers)
                 try:
-                    tmp = stage(where, data, rel, mode=mode, owner=st, note=noter)
+                    tmp = stage(
+                        where,
+                        data,
+                        rel,
+                        mode=mode,
+                        owner=st,
+                        note=noter,
+                        durable=self.durable_writes,
+                    )
                     try:
                         os.replace(tmp, name, src_dir_fd=where, dst_dir_fd=pfd)
                     except OSError as exc:
                         with contextlib.suppress(OSError):
                             os.unlink(tmp, dir_fd=where)
                         raise map_os_error(exc, rel) from None
-                    fsync_dir(pfd)
+                    if self.durable_writes:
+                        fsync_dir(pfd)
                 finally:
                     drop_markers(sfd, markers)
                 now = os.stat(name, dir_fd=pfd, follow_symlinks=False)
@@ -224,6 +277,9 @@ class Writing(Reading):
 
     def _writer(self) -> contextlib.AbstractContextManager[int | None]:
         """The shared writer lock of :mod:`._state` (recovering first when idle)."""
+        hold = self._state_hold
+        if hold is not None:
+            hold.ensure(self._open_root)
         root_fd = self._open_root()
         return _closing_writer(root_fd)
 
@@ -282,7 +338,8 @@ class Writing(Reading):
                 os.unlink(name, dir_fd=pfd)
             except OSError as exc:
                 raise map_os_error(exc, rel) from None
-            fsync_dir(pfd)
+            if self.durable_writes:
+                fsync_dir(pfd)
         finally:
             os.close(pfd)
 
@@ -320,8 +377,9 @@ class Writing(Reading):
                     os.replace(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
                 except OSError as exc:
                     raise map_os_error(exc, drel) from None
-                fsync_dir(dfd)
-                fsync_dir(sfd)
+                if self.durable_writes:
+                    fsync_dir(dfd)
+                    fsync_dir(sfd)
             finally:
                 os.close(dfd)
         finally:

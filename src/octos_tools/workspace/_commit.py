@@ -3,17 +3,22 @@
 :meth:`Committing.apply_changes` works in three phases:
 
 1. *Prepare*: check every target (no symlink, no directory; a deletion's file exists), stage
-   each new content as a temporary file (fsync-ed) and keep a second name (hard link, else a
+   each new content as a temporary file and keep a second name (hard link, else a
    copy) of every file that will be replaced or deleted, all in the state folder
    (:mod:`._state`).
 2. *Journal*: write the list of renames to ``journal-<hex>.json`` in the state folder.
-3. *Commit*: rename / unlink in order, ``fsync`` the folders, remove the journal, then the
-   backups.
+3. *Commit*: rename / unlink in order, remove the journal, then the backups.
+
+With :attr:`~._atomic.Writing.durable_writes` the staged files, the journal and the folders
+are ``fsync``-ed too (before the journal, after it, after the renames), so the change set
+also survives a power cut all applied or not at all; without it, a crash of the process
+does.
 
 A failure in-process rolls back from the backups (new files removed, folders created for the
-commit removed). A crash (SIGKILL, power cut) before the journal exists leaves every target
-untouched; after it, the next :class:`~octos_tools.workspace.Workspace` opened on the folder,
-or the next write, rolls the journal forward, so the change set ends all applied.
+commit removed). A crash (SIGKILL; a power cut with ``durable_writes``) before the journal
+exists leaves every target untouched; after it, the next
+:class:`~octos_tools.workspace.Workspace` opened on the folder, or the next write, rolls the
+journal forward, so the change set ends all applied.
 """
 
 from __future__ import annotations
@@ -117,6 +122,7 @@ class _Transaction:
     def __init__(self, ws: Committing, sfd: int | None) -> None:
         self.ws = ws
         self.sfd = sfd
+        self.durable = ws.durable_writes
         self.items: list[_Staged] = []
         self.created_dirs: list[tuple[list[str], str]] = []  # (parent parts, name), in order
         self.dirs: dict[str, int] = {}  # open folders by workspace-relative path, shared
@@ -152,8 +158,10 @@ class _Transaction:
                 if mode is None and st is not None:
                     mode = stat_mod.S_IMODE(st.st_mode)
                 item.tmp_fd = here
-                item.tmp = stage(here, ch.content, rel, mode=mode, owner=st, note=noter)
-        if self.sfd is not None:
+                item.tmp = stage(
+                    here, ch.content, rel, mode=mode, owner=st, note=noter, durable=self.durable
+                )
+        if self.sfd is not None and self.durable:
             fsync_dir(self.sfd)
 
     def _open_parent(self, parts: Sequence[str], rel: str, *, create: bool) -> int:
@@ -205,7 +213,7 @@ class _Transaction:
     def commit(self) -> None:
         if self.sfd is not None and len(self.items) > 1:
             try:
-                self.journal = write_journal(self.sfd, self._journal_items())
+                self.journal = write_journal(self.sfd, self._journal_items(), durable=self.durable)
             except OSError as exc:
                 raise map_os_error(exc, "the commit journal") from None
         for item in self.items:
@@ -220,7 +228,7 @@ class _Transaction:
                 raise map_os_error(exc, item.rel) from None
             item.done = True
         synced: set[tuple[int, int]] = set()
-        for item in self.items:
+        for item in self.items if self.durable else ():
             with contextlib.suppress(OSError):
                 st = os.fstat(item.pfd)
                 if (st.st_dev, st.st_ino) not in synced:
@@ -239,7 +247,8 @@ class _Transaction:
         if self.journal is not None and self.sfd is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.journal, dir_fd=self.sfd)
-            fsync_dir(self.sfd)
+            if self.durable:
+                fsync_dir(self.sfd)
             self.journal = None
 
     def outcomes(self) -> list[WriteOutcome]:

@@ -63,8 +63,16 @@ def scan(fd: int) -> list[Entry]:
             except OSError:
                 continue
             entries.append(Entry(de.name, _kind_of(st.st_mode), st.st_size, st.st_mtime))
-    entries.sort(key=lambda e: os.fsencode(e.name))
+    entries.sort(key=_by_name)
+    # Code point order is byte order for ASCII and valid UTF-8; only escaped bytes
+    # (os.fsdecode's lone surrogates) can sort otherwise.
+    if not "".join(e.name for e in entries).isascii():
+        entries.sort(key=lambda e: os.fsencode(e.name))
     return entries
+
+
+def _by_name(entry: Entry) -> str:
+    return entry.name
 
 
 class Listing(PathResolver):
@@ -80,6 +88,23 @@ class Listing(PathResolver):
         parts = self._parts(path)
         fd = self._open_dir(parts, "/".join(parts) or ".")
         try:
+            return scan(fd)
+        finally:
+            os.close(fd)
+
+    def list_small_dir(self, path: str | os.PathLike[str], max_bytes: int) -> list[Entry] | None:
+        """:meth:`list_dir` of a directory whose own size (``st_size``, which grows with its
+        entries on every common file system) is at most ``max_bytes``; ``None`` for a bigger
+        one, unread. Lets a caller list small folders without a worker thread.
+
+        Raises:
+            PathError: as :meth:`list_dir`.
+        """
+        parts = self._parts(path)
+        fd = self._open_dir(parts, "/".join(parts) or ".")
+        try:
+            if os.fstat(fd).st_size > max_bytes:
+                return None
             return scan(fd)
         finally:
             os.close(fd)

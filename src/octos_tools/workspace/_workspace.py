@@ -26,6 +26,10 @@ class Workspace(Committing, Listing):
         root: an existing directory. It is resolved once (``realpath``) and stored as
             :attr:`root`; later symlink swaps of the root itself are not followed because
             every call re-opens the resolved path with ``O_NOFOLLOW``.
+        durable_writes: ``fsync`` every written file and its folder, so a finished write
+            survives a power cut too (:mod:`._atomic`); off by default: writes are atomic
+            (never a torn file for other processes or after a crash of this one) but not
+            synced, as in ``@modelcontextprotocol/server-filesystem`` and Codex.
 
     Raises:
         FileNotFoundError: ``root`` does not exist.
@@ -42,8 +46,9 @@ class Workspace(Committing, Listing):
     none.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durable_writes: bool = False) -> None:
         super().__init__(root)
+        self.durable_writes = durable_writes
         with contextlib.suppress(OSError):
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:

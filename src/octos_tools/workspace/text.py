@@ -171,18 +171,22 @@ def decode(data: bytes) -> DecodedText:
     for bom, codec, _ in _BOMS:
         if data.startswith(bom):
             if codec == "utf-8":
-                body = data[len(bom) :]
-                return DecodedText(
-                    body.decode("utf-8", "surrogateescape"),
-                    "utf-8",
-                    bom,
-                    _first_invalid(body, len(bom)),
-                )
+                return _decode_utf8(data[len(bom) :], bom)
             try:
                 return DecodedText(data[len(bom) :].decode(codec), codec, bom)
             except UnicodeDecodeError:
                 break  # not really UTF-16/32: fall through to UTF-8 with escapes
-    return DecodedText(data.decode("utf-8", "surrogateescape"), "utf-8", b"", _first_invalid(data))
+    return _decode_utf8(data, b"")
+
+
+def _decode_utf8(body: bytes, bom: bytes) -> DecodedText:
+    """UTF-8 with escapes; valid text (the usual case) is decoded once, strictly."""
+    try:
+        return DecodedText(body.decode("utf-8"), "utf-8", bom)
+    except UnicodeDecodeError as exc:
+        return DecodedText(
+            body.decode("utf-8", "surrogateescape"), "utf-8", bom, len(bom) + exc.start
+        )
 
 
 def latin1(data: bytes) -> DecodedText:
@@ -195,20 +199,12 @@ def latin1(data: bytes) -> DecodedText:
     return DecodedText(data.decode("latin-1"), "latin-1", b"", None)
 
 
-def _first_invalid(data: bytes, base: int = 0) -> int | None:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return base + exc.start
-    return None
-
-
 _SURROGATES = re.compile("[\udc80-\udcff]")
 
 
 def display(text: str) -> str:
     """``text`` made printable: each escaped byte (``U+DC80+b``) shown as Latin-1 ``chr(b)``."""
-    if not _SURROGATES.search(text):
+    if text.isascii() or not _SURROGATES.search(text):
         return text
     return _SURROGATES.sub(lambda m: chr(ord(m.group()) - 0xDC00), text)
 

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
 from ...tasks import TaskRecord
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool, format_validation_error
 from .catalog import registry_of
 
@@ -225,25 +225,6 @@ def _read_stream(fh: BinaryIO, mode: _Mode | _LineMode) -> str:
     )
 
 
-def _inline_defs(schema: JSONObject) -> JSONObject:
-    """``schema`` with every local ``$ref`` replaced by its ``$defs`` entry (hosts that do
-    not resolve references still see the whole schema)."""
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return walk(defs[ref[len("#/$defs/") :]])
-            return {k: walk(v) for k, v in node.items() if k != "$defs"}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    out: JSONObject = walk(schema)
-    return out
-
-
 class ReadTaskOutputTool(TypedTool):
     """``read_task_output {task_handle, mode}`` (octos's tool of the same name).
 
@@ -351,6 +332,3 @@ class ReadTaskOutputTool(TypedTool):
             ) from None
         with workspace.open_read(rel) as fh:
             return _read_stream(fh, inner)
-
-
-ReadTaskOutputTool.input_schema = _inline_defs(ReadTaskOutputTool.input_schema)

@@ -18,6 +18,20 @@ if TYPE_CHECKING:
 
 __all__ = ["EditFileTool"]
 
+_INLINE_EDIT_BYTES = 256 << 10
+"""Without ``durable_writes``, files up to this size are edited on the event loop: read,
+match, stage and rename take less than a worker-thread hop (an Exclusive call runs alone in
+its session anyway). Bigger files, and every ``fsync``-ed write, go to a worker thread."""
+
+
+def _small_and_unsynced(ws: Workspace, path: str) -> bool:
+    if ws.durable_writes:
+        return False
+    try:
+        return ws.stat(path).st_size <= _INLINE_EDIT_BYTES
+    except (OSError, ToolError):
+        return False  # the edit itself reports the problem, in a worker thread
+
 
 class EditFileTool(FileTool):
     """``edit_file {path, old_string, new_string, replace_all=false}``: exact replacement.
@@ -61,6 +75,8 @@ class EditFileTool(FileTool):
                 "create or overwrite a whole file)",
             )
         replace_all = args.replace_all
+        if _small_and_unsynced(ws, path):
+            return self._edit(ws, path, rel, old, new, replace_all)
         return await self._in_thread(lambda: self._edit(ws, path, rel, old, new, replace_all))
 
     def _edit(

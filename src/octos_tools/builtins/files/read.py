@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import codecs
 import os
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import Field
@@ -23,13 +25,14 @@ from ._common import (
 
 if TYPE_CHECKING:
     from ...context import ToolContext
-    from ...workspace import Workspace
 
 __all__ = ["ReadFileTool"]
 
 _STREAM_CHUNK = 1 << 20
 _MAX_STREAM_COLUMN = 1_000_000
 _MAX_KEPT_BYTES = 16 << 20  # a streamed range keeps at most about this much of its lines
+_INLINE_READ_BYTES = 256 << 10
+"""Files up to this size are read on the event loop, bigger ones in a worker thread."""
 
 
 @dataclass
@@ -58,81 +61,83 @@ def _encoding_note(rel: str, doc: textcodec.DecodedText) -> str | None:
     return None
 
 
-def _read_view(ws: Workspace, path: str, start: int, end: int | None, column: int) -> _View:
-    rel = ws.relpath(path)
-    with ws.open_read(path) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        head = fh.read(textcodec.BINARY_SNIFF_BYTES)
-        if textcodec.is_binary(head):
-            raise ToolError(
-                ErrorKind.BINARY_FILE,
-                f"{rel} is a binary file ({size:,} bytes); read_file shows text files only",
-                size=size,
-            )
-        if size <= MAX_FULL_READ_BYTES:
-            data = head + fh.read()
-            if len(data) > textcodec.BINARY_SNIFF_BYTES and textcodec.is_binary(data, whole=True):
-                raise ToolError(
-                    ErrorKind.BINARY_FILE, f"{rel} is a binary file ({size:,} bytes)", size=size
-                )
-            doc = textcodec.decode(data)
-            all_lines = textcodec.split_lines(textcodec.display(doc.text))
-            total = len(all_lines)
-            stop = total if end is None else min(end, total)
-            lines = all_lines[start - 1 : stop]
-            lengths = [len(x) for x in lines]
-            note = _encoding_note(rel, doc)
-            whole = [True] * len(lines)
-            return _View(lines, lengths, "characters", whole, start, total, size, doc.label, note)
-        if end is None and start == 1:
-            raise ToolError(
-                ErrorKind.FILE_TOO_LARGE,
-                f"{rel} is {size:,} bytes, more than read_file shows at once "
-                f"({MAX_FULL_READ_BYTES:,}); read it in parts with start_line and end_line",
-                size=size,
-            )
-        head_doc = textcodec.decode(head[:4])
-        if head_doc.codec != "utf-8":
-            raise ToolError(
-                ErrorKind.FILE_TOO_LARGE,
-                f"{rel} is a {size:,}-byte {head_doc.label} file; ranges of such large "
-                "UTF-16/32 files are not supported",
-                size=size,
-            )
-        if column > _MAX_STREAM_COLUMN:
-            raise ToolError(
-                ErrorKind.INVALID_ARGUMENTS,
-                f"{rel} is {size:,} bytes; in files over {MAX_FULL_READ_BYTES:,} bytes "
-                f"start_column can be at most {_MAX_STREAM_COLUMN:,}",
-            )
-        keep = (column - 1 + MAX_LINE_CHARS) * 4 + 16
-        raw_lines, total = _stream_lines(fh, head, start - 1, end, keep)
-        lines = []
-        lengths = []
-        whole = []
-        invalid = None
-        for i, (raw, full) in enumerate(raw_lines):
-            if i == 0 and start == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-                full -= len(codecs.BOM_UTF8)
-            if raw.endswith(b"\r") and len(raw) == full:
-                raw = raw[:-1]
-                full -= 1
-            if invalid is None:
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    invalid = True
-            lines.append(textcodec.display(raw.decode("utf-8", "surrogateescape")))
-            lengths.append(full)
-            whole.append(len(raw) >= full)
-        note = (
-            f"[note: lines of {rel} shown here are not all valid UTF-8; such bytes are shown "
-            "as Latin-1 characters]"
-            if invalid
-            else None
+def _read_view(
+    fh: BinaryIO, rel: str, size: int, start: int, end: int | None, column: int
+) -> _View:
+    """Lines ``start..end`` of the open file ``fh`` (``size`` bytes, shown as ``rel``)."""
+    head = fh.read(textcodec.BINARY_SNIFF_BYTES)
+    if textcodec.is_binary(head):
+        raise ToolError(
+            ErrorKind.BINARY_FILE,
+            f"{rel} is a binary file ({size:,} bytes); read_file shows text files only",
+            size=size,
         )
-        return _View(lines, lengths, "bytes", whole, start, total, size, "UTF-8", note)
+    if size <= MAX_FULL_READ_BYTES:
+        data = head + fh.read()
+        if len(data) > textcodec.BINARY_SNIFF_BYTES and textcodec.is_binary(data, whole=True):
+            raise ToolError(
+                ErrorKind.BINARY_FILE, f"{rel} is a binary file ({size:,} bytes)", size=size
+            )
+        doc = textcodec.decode(data)
+        # escaped bytes (lone surrogates) exist only in UTF-8 that was not valid
+        shown = doc.text if doc.invalid_offset is None else textcodec.display(doc.text)
+        all_lines = textcodec.split_lines(shown)
+        total = len(all_lines)
+        stop = total if end is None else min(end, total)
+        lines = all_lines[start - 1 : stop]
+        lengths = [len(x) for x in lines]
+        note = _encoding_note(rel, doc)
+        whole = [True] * len(lines)
+        return _View(lines, lengths, "characters", whole, start, total, size, doc.label, note)
+    if end is None and start == 1:
+        raise ToolError(
+            ErrorKind.FILE_TOO_LARGE,
+            f"{rel} is {size:,} bytes, more than read_file shows at once "
+            f"({MAX_FULL_READ_BYTES:,}); read it in parts with start_line and end_line",
+            size=size,
+        )
+    head_doc = textcodec.decode(head[:4])
+    if head_doc.codec != "utf-8":
+        raise ToolError(
+            ErrorKind.FILE_TOO_LARGE,
+            f"{rel} is a {size:,}-byte {head_doc.label} file; ranges of such large "
+            "UTF-16/32 files are not supported",
+            size=size,
+        )
+    if column > _MAX_STREAM_COLUMN:
+        raise ToolError(
+            ErrorKind.INVALID_ARGUMENTS,
+            f"{rel} is {size:,} bytes; in files over {MAX_FULL_READ_BYTES:,} bytes "
+            f"start_column can be at most {_MAX_STREAM_COLUMN:,}",
+        )
+    keep = (column - 1 + MAX_LINE_CHARS) * 4 + 16
+    raw_lines, total = _stream_lines(fh, head, start - 1, end, keep)
+    lines = []
+    lengths = []
+    whole = []
+    invalid = None
+    for i, (raw, full) in enumerate(raw_lines):
+        if i == 0 and start == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+            full -= len(codecs.BOM_UTF8)
+        if raw.endswith(b"\r") and len(raw) == full:
+            raw = raw[:-1]
+            full -= 1
+        if invalid is None:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                invalid = True
+        lines.append(textcodec.display(raw.decode("utf-8", "surrogateescape")))
+        lengths.append(full)
+        whole.append(len(raw) >= full)
+    note = (
+        f"[note: lines of {rel} shown here are not all valid UTF-8; such bytes are shown "
+        "as Latin-1 characters]"
+        if invalid
+        else None
+    )
+    return _View(lines, lengths, "bytes", whole, start, total, size, "UTF-8", note)
 
 
 def _stream_lines(
@@ -220,6 +225,60 @@ def _show_line(view: _View, i: int, column: int) -> tuple[str, bool]:
     )
 
 
+_PREFIX_CACHE_LINES = 50_000
+"""Number prefixes (``"  42│ "``) of lines up to this number are built once per width and
+reused; beyond it they are formatted per call."""
+_prefix_cache: dict[int, list[str]] = {}
+
+
+def _number_prefixes(width: int, first: int, last: int) -> list[str]:
+    """The prefixes ``f"{n:>{width}}│ "`` of lines ``first..last`` (1-based, inclusive)."""
+    if last > _PREFIX_CACHE_LINES:
+        return [f"{n:>{width}}│ " for n in range(first, last + 1)]
+    cache = _prefix_cache.setdefault(width, [])
+    if len(cache) <= last:
+        grow_to = min(_PREFIX_CACHE_LINES, max(last, 2 * len(cache), 1024))
+        cache.extend(f"{n:>{width}}│ " for n in range(len(cache), grow_to + 1))
+    return cache[first : last + 1]
+
+
+def _numbered_body(view: _View, column: int, used: int, budget: int) -> tuple[str, int, int]:
+    """The numbered lines of ``view`` that fit in ``budget`` bytes after ``used`` bytes of
+    header: ``(text, number of the last line shown, lines cut at MAX_LINE_CHARS)``.
+
+    Each line costs its UTF-8 size plus its number column (the width of the view's last
+    number) and ``"│ "`` and a newline; the first line is always shown. The numbers are
+    right-aligned to the widest number actually shown. One pass of C-level list work
+    (sizes, cumulative sums, a bisection, one join): no per-line Python loop unless a line
+    is cut or ``column`` is past 1.
+    """
+    lines = view.lines
+    n = len(lines)
+    w3 = len(str(view.first + n - 1)) + 3
+    if column == 1 and all(view.whole) and max(map(len, lines), default=0) <= MAX_LINE_CHARS:
+        texts = lines
+        cut_flags: list[bool] | None = None
+    else:
+        shown = [_show_line(view, i, column) for i in range(n)]
+        texts = [t for t, _ in shown]
+        cut_flags = [c for _, c in shown]
+    joined = "\n".join(texts)
+    nbytes = len(joined) if joined.isascii() else len(joined.encode("utf-8", "replace"))
+    if used + nbytes - (n - 1) + n * w3 <= budget:
+        k = n
+    else:
+        sizes = [len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in texts]
+        # cum[j]: bytes used by the header and lines 0..j-1; line j-1 fits iff cum[j] <= budget
+        cum = list(accumulate(map(w3.__add__, sizes), initial=used))
+        k = max(1, bisect_right(cum, budget, 1) - 1)
+        texts = texts[:k]
+    shown_last = view.first + k - 1
+    prefixes = _number_prefixes(len(str(shown_last)), view.first, shown_last)
+    body = "\n".join(map(str.__add__, prefixes, texts))
+    lines_cut = sum(cut_flags[:k]) if cut_flags is not None else 0
+    return body, shown_last, lines_cut
+
+
 class ReadFileTool(FileTool):
     """``read_file {path, start_line?, end_line?, start_column?}``: numbered lines of a text
     file.
@@ -264,8 +323,16 @@ class ReadFileTool(FileTool):
                 ErrorKind.INVALID_ARGUMENTS,
                 f"end_line ({end}) is before start_line ({start}); give end_line >= start_line",
             )
-        view = await self._in_thread(lambda: _read_view(ws, path, start, end, column))
         rel = ws.relpath(path)
+        # Opening is a few non-blocking syscalls (O_NONBLOCK, regular files only); a small
+        # file is read and decoded on the event loop (a worker-thread hop costs more than
+        # the read), a bigger one in a worker thread.
+        with ws.open_read(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size <= _INLINE_READ_BYTES:
+                view = _read_view(fh, rel, size, start, end, column)
+            else:
+                view = await self._in_thread(lambda: _read_view(fh, rel, size, start, end, column))
         meta: JSONObject = {
             "path": rel,
             "total_lines": view.total,
@@ -283,31 +350,13 @@ class ReadFileTool(FileTool):
                 f"line(s); use start_line between 1 and {view.total}",
                 total_lines=view.total,
             )
-        last = view.first + len(view.lines) - 1
-        width = len(str(last))
         head: list[str] = [view.note] if view.note else []
         if column > 1:
             head.append(f"[each line shown from character {column:,}]")
         used = sum(len(x) + 1 for x in head)
-        body: list[str] = []
-        shown_last = view.first - 1
-        cut = False
-        lines_cut = 0
-        for i in range(len(view.lines)):
-            text, long_line = _show_line(view, i, column)
-            size = (
-                (len(text) if text.isascii() else len(text.encode("utf-8", "replace"))) + width + 3
-            )
-            if used + size > self.output_budget and shown_last >= view.first:
-                cut = True
-                break
-            body.append(text)
-            used += size
-            shown_last = view.first + i
-            lines_cut += long_line
-        width = len(str(shown_last))  # align the numbers actually shown
-        out = head + [f"{view.first + i:>{width}}│ {x}" for i, x in enumerate(body)]
-        text = "\n".join(out)
+        body, shown_last, lines_cut = _numbered_body(view, column, used, self.output_budget)
+        text = "\n".join([*head, body])
+        cut = shown_last < view.first + len(view.lines) - 1
         partial = view.first > 1 or shown_last < view.total
         if cut:
             text += (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -22,6 +21,9 @@ MAX_LIST_ENTRIES = 1000
 """list_dir shows at most this many entries and says how many were left out."""
 
 _KIND_ORDER = {"dir": 0, "file": 1, "symlink": 2, "other": 3}
+_INLINE_DIR_BYTES = 32 << 10
+"""Folders up to this ``st_size`` (some hundreds of entries) are listed on the event loop (a
+worker-thread hop costs more than the listing); bigger ones in a worker thread."""
 
 
 class ListDirTool(SearchTool):
@@ -49,18 +51,22 @@ class ListDirTool(SearchTool):
         ws = self.workspace_for(ctx)
         path = args.path or "."
         rel = ws.relpath(path)
-        entries = await self._bounded(lambda _b: ws.list_dir(path))
+        small = ws.list_small_dir(path, _INLINE_DIR_BYTES)
+        entries = small if small is not None else await self._bounded(lambda _b: ws.list_dir(path))
         entries = [e for e in entries if not is_internal_temp_name(e.name)]
         if not entries:
             return ToolResult.ok(
                 f"Directory {rel} is empty.", structured_metadata={"path": rel, "entries": 0}
             )
-        ordered = sorted(entries, key=lambda e: (_KIND_ORDER[e.kind], os.fsencode(e.name)))
+        # entries come sorted by name in byte order: a stable sort by kind keeps it
+        ordered = sorted(entries, key=lambda e: _KIND_ORDER[e.kind])
         lines = [f"{len(entries)} entries in {rel}:"]
         lines += [_entry_line(e) for e in ordered[:MAX_LIST_ENTRIES]]
         if len(ordered) > MAX_LIST_ENTRIES:
             lines.append(f"… and {len(ordered) - MAX_LIST_ENTRIES:,} more entries not shown")
-        counts = {k: sum(1 for e in entries if e.kind == k) for k in _KIND_ORDER}
+        counts = dict.fromkeys(_KIND_ORDER, 0)
+        for e in entries:
+            counts[e.kind] += 1
         return ToolResult.ok(
             "\n".join(lines),
             structured_metadata={"path": rel, "entries": len(entries), "counts": counts},
