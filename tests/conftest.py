@@ -57,8 +57,11 @@ def _rewrite_test_modules(config: pytest.Config) -> None:
         pyc = get_cache_dir(fn) / (fn.name[:-3] + PYC_TAIL)
         if _read_pyc(fn, pyc, state.trace) is not None:
             continue
-        pyc.parent.mkdir(exist_ok=True)
-        source_hash, co = _rewrite_test(fn, config)
+        try:
+            pyc.parent.mkdir(exist_ok=True)
+            source_hash, co = _rewrite_test(fn, config)
+        except (OSError, SyntaxError, ValueError):  # reported by the collection, as usual
+            continue
         _write_pyc(state, co, source_hash, pyc)
 
 
