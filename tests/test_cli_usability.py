@@ -74,7 +74,7 @@ def test_verbose_works_after_the_subcommand_and_shows_what_happens(ws: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert f"workspace: {ws}" in proc.stderr
     assert "config: (none" in proc.stderr
-    assert "tools registered" in proc.stderr
+    assert "tools loaded for this call (the families read_file needs)" in proc.stderr
     assert "call read_file: ok in " in proc.stderr
     assert "asyncio" not in proc.stderr.lower()
     before = run("-v", "call", "read_file", '{"path": "nope"}', "-w", str(ws))

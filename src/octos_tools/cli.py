@@ -203,12 +203,21 @@ def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -
         _report_plugins(registry)
     _check_policy_names(registry, cfg)
     if logger.isEnabledFor(logging.INFO):  # listing builds every spec: only when asked
-        logger.info(
-            "workspace: %s; %d tools registered, %d listed",
-            os.path.abspath(root) if root is not None else os.getcwd(),
-            len(registry),
-            len(registry.specs()),
-        )
+        where = os.path.abspath(root) if root is not None else os.getcwd()
+        if call is not None:
+            logger.info(
+                "workspace: %s; %d tools loaded for this call (the families %s needs)",
+                where,
+                len(registry),
+                call,
+            )
+        else:
+            logger.info(
+                "workspace: %s; %d tools registered, %d listed",
+                where,
+                len(registry),
+                len(registry.specs()),
+            )
     return registry
 
 
