@@ -470,6 +470,12 @@ def tools(
             f"first request: {report.total} tokens in {len(specs)} visible specs "
             f"(compact JSON of name, description, parameters; tokenizer: {report.label})"
         )
+        asks = next((r for r in rows if r["name"] == "request_user_input"), None)
+        if asks is not None and asks["tokens"] is not None:
+            footer.append(
+                f"serve lists request_user_input only to clients with MCP elicitation: "
+                f"{report.total - asks['tokens']} tokens in {len(specs) - 1} specs for the others"
+            )
     for item in missing:
         footer.append(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
     _print_table(title, headers, body, footer, right_align={"tokens"})
