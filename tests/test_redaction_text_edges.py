@@ -51,3 +51,38 @@ async def test_a_tool_listing_non_utf8_names_returns_its_result(tmp_path: Path) 
     result = await registry.execute("names", "{}")
     assert result.success, result.output
     assert "good.txt" in result.output and "bad\udcffname" in result.output
+
+
+GHP = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9"
+
+
+@pytest.mark.parametrize("key", [KEY, GHP])
+@pytest.mark.parametrize("offset", range(-40, 41, 4))
+def test_no_part_of_a_key_a_cut_goes_through_survives(key: str, offset: int) -> None:
+    from octos_tools.builtins.runtime.capture import OutputCapture
+    from octos_tools.output import cap_output
+
+    limit = 2_000
+    head_cut = int((limit - 80) * 0.7)  # where cap_output ends its head
+    text = "w " * ((head_cut + offset) // 2) + key + " " + "z " * 3_000
+    capped = redact_secrets(cap_output(text, limit))
+    assert "omitted" in capped
+    for n in range(8, len(key)):  # no fragment of 8+ characters of the key is left
+        assert key[:n] not in capped and key[-n:] not in capped
+
+    tail_text = "w " * 3_000 + key + " " + "z " * ((limit - head_cut + offset) // 2)
+    capped = redact_secrets(cap_output(tail_text, limit))
+    assert key[-8:] not in capped and key[:8] not in capped
+
+    cap = OutputCapture(1_000)
+    cap.feed(("w " * ((700 + offset) // 2) + key + " " + "z " * 3_000).encode())
+    rendered = redact_secrets(cap.render())
+    assert "omitted" in rendered
+    assert key[:8] not in rendered and key[-8:] not in rendered
+
+
+def test_a_long_run_at_a_cut_is_kept() -> None:
+    from octos_tools.output import cap_output
+
+    out = cap_output("A" * 100_000 + "Z" * 100_000, 50_000)
+    assert out.startswith("A" * 30_000) and out.endswith("Z" * 10_000)

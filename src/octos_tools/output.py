@@ -18,7 +18,14 @@ try:  # one pass for every marker; without it, one substring search per marker
 except ImportError:  # pragma: no cover - a declared dependency; kept working without it
     _AhoCorasick = None
 
-__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "cap_output", "redact_secrets", "redact_value"]
+__all__ = [
+    "CUT_TOKEN_MAX",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "cap_output",
+    "redact_secrets",
+    "redact_value",
+    "trim_cut_tokens",
+]
 
 DEFAULT_MAX_OUTPUT_BYTES = 50_000
 """Default output cap in bytes (octos's default)."""
@@ -26,19 +33,52 @@ DEFAULT_MAX_OUTPUT_BYTES = 50_000
 _HEAD_SHARE = 0.7
 
 
-def _cut_utf8(data: bytes, size: int, *, from_end: bool = False) -> str:
-    """Decode ``size`` bytes of ``data`` from the start (or end) without splitting a character."""
-    if from_end:
-        chunk = data[len(data) - size :] if size else b""
-        return chunk.decode("utf-8", "ignore")  # drops a partial leading character
-    return data[:size].decode("utf-8", "ignore")  # drops a partial trailing character
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=.~")
+CUT_TOKEN_MAX = 256
+"""A run of credential characters (ASCII letters, digits, ``-_+/=.~``) of 8 to this many
+bytes that a cut leaves at the edge of the head or the tail is dropped with the omitted part
+(see :func:`trim_cut_tokens`); a longer run is kept (no key is that long, and a line of
+one character would otherwise vanish)."""
+
+
+def trim_cut_tokens(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
+    """``head`` and ``tail`` of a cut output without the part of a token the cut went
+    through: a run of 8 to :data:`CUT_TOKEN_MAX` credential characters ending the head or
+    starting the tail. Redaction runs on what is kept, and a key cut in two no longer
+    matches its pattern, so its visible half would otherwise reach the model in clear.
+    Shorter fragments are harmless and kept."""
+
+    def run_at_end(data: bytes) -> int:
+        n = 0
+        for byte in reversed(data[-(CUT_TOKEN_MAX + 1) :]):
+            if byte not in _TOKEN_BYTES:
+                break
+            n += 1
+        return n
+
+    def run_at_start(data: bytes) -> int:
+        n = 0
+        for byte in data[: CUT_TOKEN_MAX + 1]:
+            if byte not in _TOKEN_BYTES:
+                break
+            n += 1
+        return n
+
+    end = run_at_end(head)
+    if 8 <= end <= CUT_TOKEN_MAX:
+        head = head[: len(head) - end]
+    start = run_at_start(tail)
+    if 8 <= start <= CUT_TOKEN_MAX:
+        tail = tail[start:]
+    return head, tail
 
 
 def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
     """Cap ``text`` at about ``max_bytes`` UTF-8 bytes, keeping head and tail.
 
     The result is ``head + "\\n\\n... [N bytes omitted of T] ...\\n\\n" + tail`` with the head
-    ~70 % and the tail ~30 % of the budget, cut on character boundaries. Text within the
+    ~70 % and the tail ~30 % of the budget, cut on character boundaries; a credential-like
+    token the cut goes through is dropped whole (:func:`trim_cut_tokens`). Text within the
     budget is returned unchanged.
 
     Args:
@@ -59,8 +99,9 @@ def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
     budget = max_bytes - 80  # room for the marker
     head_size = int(budget * _HEAD_SHARE)
     tail_size = budget - head_size
-    head = _cut_utf8(data, head_size)
-    tail = _cut_utf8(data, tail_size, from_end=True)
+    head_bytes, tail_bytes = trim_cut_tokens(data[:head_size], data[total - tail_size :])
+    head = head_bytes.decode("utf-8", "ignore")  # drops a partial trailing character
+    tail = tail_bytes.decode("utf-8", "ignore")  # drops a partial leading character
     omitted = (
         total
         - len(head.encode("utf-8", "surrogatepass"))

@@ -11,6 +11,7 @@ for a reader (:func:`~.terminal_text.clean_terminal_text`).
 
 from __future__ import annotations
 
+from ...output import trim_cut_tokens
 from .terminal_text import clean_terminal_text
 
 __all__ = ["HEAD_SHARE", "MIN_OUTPUT_BYTES", "OutputCapture", "incomplete_utf8_suffix"]
@@ -130,6 +131,10 @@ class OutputCapture:
         head = head[: len(head) - incomplete_utf8_suffix(head)]
         tail = _skip_continuation(tail)
         total = len(head) + omitted + len(tail)
+        # a key the cut went through would escape redaction half-visible: drop its halves
+        kept_head, kept_tail = trim_cut_tokens(head, tail)
+        omitted += len(head) - len(kept_head) + len(tail) - len(kept_tail)
+        head, tail = kept_head, kept_tail
         marker = f"\n\n[... {omitted} bytes omitted of {total} ...]\n\n"
         return (
             clean_terminal_text(head.decode("utf-8", errors="replace"))
