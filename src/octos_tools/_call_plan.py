@@ -34,9 +34,16 @@ from .tool import Tool
 from .typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:
-    from .registry import ToolView
+    from .registry import ToolRegistry, ToolView
 
-__all__ = ["MAX_PLANS", "CallPlan", "never_suspends", "plan_call", "typed_model"]
+__all__ = [
+    "MAX_PLANS",
+    "CallPlan",
+    "cached_model",
+    "never_suspends",
+    "plan_call",
+    "typed_model",
+]
 
 MAX_PLANS = 4096
 """At most this many names get a plan per view (a model inventing names cannot grow it)."""
@@ -91,6 +98,18 @@ def typed_model(tool: Tool) -> type[ToolArgs] | None:
     return model
 
 
+def cached_model(registry: ToolRegistry, name: str, tool: Tool) -> type[ToolArgs] | None:
+    """:func:`typed_model` of ``tool``, kept in the registry per name until ``name`` is
+    registered again (the entry remembers the tool it was made for)."""
+    cached = registry._models.get(name)
+    if cached is not None and cached[0] is tool:
+        known: type[ToolArgs] | None = cached[1]
+        return known
+    model = typed_model(tool)
+    registry._models[name] = (tool, model)
+    return model
+
+
 @lru_cache(maxsize=1024)
 def _code_never_suspends(code: types.CodeType) -> bool:
     import opcode
@@ -141,12 +160,7 @@ def plan_call(view: ToolView, name: str) -> CallPlan | None:
         and not view.is_deferred(name)
         and registry.evaluate(name).allowed
     ):
-        cached = registry._models.get(name)
-        if cached is not None and cached[0] is tool:
-            model = cached[1]
-        else:
-            model = typed_model(tool)
-            registry._models[name] = (tool, model)
+        model = cached_model(registry, name, tool)
         if model is not None:
             validate = model.__pydantic_validator__.validate_json  # builds a deferred model
             if (

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from ._call_plan import plan_call, typed_model
+from ._call_plan import cached_model, plan_call, typed_model
 from .arguments import parse_arguments, validate_arguments
 from .context import _CURRENT, ToolContext
 from .errors import ErrorKind, ToolError
@@ -268,12 +268,7 @@ def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool,
     if tool is None:
         parse_arguments(raw, tool_name=name, limit=limit)  # a bad argument string first
         raise _unknown_tool(registry, name)
-    cached = registry._models.get(name)
-    if cached is not None and cached[0] is tool:
-        model = cached[1]
-    else:
-        model = typed_model(tool)
-        registry._models[name] = (tool, model)
+    model = cached_model(registry, name, tool)
     if model is not None:
         return tool, _typed_arguments(model, name, raw, limit)
     parsed = parse_arguments(raw, tool_name=name, limit=limit)
