@@ -40,8 +40,8 @@ from ._atomic import (
     same_device,
     stage,
 )
-from ._errors import map_leaf_error, map_os_error, map_subdir_error
-from ._paths import DIR_FLAGS, O_CLOEXEC, O_NOFOLLOW, open_subdir
+from ._errors import map_leaf_error, map_os_error
+from ._paths import O_CLOEXEC, O_NOFOLLOW
 from ._state import fsync_dir, write_journal
 from ._tempnames import new_temp_name
 
@@ -165,35 +165,13 @@ class _Transaction:
             fsync_dir(self.sfd)
 
     def _open_parent(self, parts: Sequence[str], rel: str, *, create: bool) -> int:
-        fd = self.ws._open_root()
+        made: list[str] = []
         try:
-            for i, name in enumerate(parts):
-                try:
-                    nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise PathError(
-                            ErrorKind.NOT_FOUND,
-                            f"directory {'/'.join(parts[: i + 1])} does not exist",
-                        ) from None
-                    try:
-                        os.mkdir(name, 0o777, dir_fd=fd)
-                        self.created_dirs.append((list(parts[:i]), name))
-                        if self.durable:
-                            fsync_dir(fd)  # the new folder's entry, before files land in it
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise map_os_error(exc, "/".join(parts[: i + 1])) from None
-                    nxt = open_subdir(fd, name, "/".join(parts[: i + 1]), False)
-                except OSError as exc:
-                    raise map_subdir_error(exc, fd, name, "/".join(parts[: i + 1])) from None
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+            return self.ws._open_dir(parts, rel, create=create, created=made)
+        finally:  # recorded even when a later component fails: the rollback removes them
+            for path in made:
+                parent, _, name = path.rpartition("/")
+                self.created_dirs.append((parent.split("/") if parent else [], name))
 
     def _journal_items(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -174,10 +174,18 @@ class PathResolver:
         except OSError as exc:  # pragma: no cover - the root vanished or was swapped
             raise map_os_error(exc, ".", is_dir=True) from None
 
-    def _open_dir(self, parts: Sequence[str], display: str, *, create: bool = False) -> int:
+    def _open_dir(
+        self,
+        parts: Sequence[str],
+        display: str,
+        *,
+        create: bool = False,
+        created: list[str] | None = None,
+    ) -> int:
         """Open the directory ``parts`` (each component no-follow); return its descriptor.
 
-        With ``create``, missing components are created one at a time (``mkdirat``).
+        With ``create``, missing components are created one at a time (``mkdirat``; their
+        relative paths appended to ``created`` when given).
         """
         fd = self._open_root()
         try:
@@ -188,6 +196,7 @@ class PathResolver:
                     "/".join(parts[: i + 1]) or display,
                     create,
                     durable=self.durable_writes,
+                    created=created,
                 )
                 os.close(fd)
                 fd = nxt
@@ -281,10 +290,19 @@ def _check_folder_leaf(pfd: int, name: str, rel: str) -> None:
         )
 
 
-def open_subdir(fd: int, name: str, rel: str, create: bool, *, durable: bool = False) -> int:
+def open_subdir(
+    fd: int,
+    name: str,
+    rel: str,
+    create: bool,
+    *,
+    durable: bool = False,
+    created: list[str] | None = None,
+) -> int:
     """Open directory ``name`` under ``fd`` without following a link (creating it first
     with ``create``); return its descriptor. With ``durable``, a folder it creates is
-    recorded in ``fd`` by an ``fsync`` (so a durable write into it survives a power cut).
+    recorded in ``fd`` by an ``fsync`` (so a durable write into it survives a power cut);
+    ``created``, when given, gets ``rel`` appended when this call made the folder.
 
     Raises:
         PathError: ``not_found``, ``symlink_refused``, ``not_a_directory``, mapped errors.
@@ -303,6 +321,8 @@ def open_subdir(fd: int, name: str, rel: str, create: bool, *, durable: bool = F
     except OSError as exc:
         raise map_os_error(exc, rel) from None
     else:
+        if created is not None:
+            created.append(rel)
         if durable:
             with contextlib.suppress(OSError):
                 os.fsync(fd)
