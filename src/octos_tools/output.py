@@ -10,6 +10,7 @@ keys, so a tool that reads a ``.env`` file does not hand the secret to the model
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _AhoCorasick: Any
@@ -48,29 +49,23 @@ def trim_cut_tokens(head: bytes, tail: bytes) -> tuple[bytes, bytes]:
     matches its pattern, so its visible half would otherwise reach the model in clear.
     Shorter fragments are harmless and kept."""
 
-    def run_at_end(data: bytes) -> int:
-        n = 0
-        for byte in reversed(data[-(CUT_TOKEN_MAX + 1) :]):
-            if byte not in _TOKEN_BYTES:
-                break
-            n += 1
-        return n
-
-    def run_at_start(data: bytes) -> int:
-        n = 0
-        for byte in data[: CUT_TOKEN_MAX + 1]:
-            if byte not in _TOKEN_BYTES:
-                break
-            n += 1
-        return n
-
-    end = run_at_end(head)
+    end = _token_run(reversed(head[-(CUT_TOKEN_MAX + 1) :]))
     if 8 <= end <= CUT_TOKEN_MAX:
         head = head[: len(head) - end]
-    start = run_at_start(tail)
+    start = _token_run(tail[: CUT_TOKEN_MAX + 1])
     if 8 <= start <= CUT_TOKEN_MAX:
         tail = tail[start:]
     return head, tail
+
+
+def _token_run(data: Iterable[int]) -> int:
+    """How many bytes of credential characters ``data`` starts with."""
+    n = 0
+    for byte in data:
+        if byte not in _TOKEN_BYTES:
+            break
+        n += 1
+    return n
 
 
 def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
