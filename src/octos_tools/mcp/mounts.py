@@ -173,13 +173,8 @@ class McpMounts:
                 logger.warning(
                     "MCP tool %r of server %r is mounted as %r", remote.name, server, name
                 )
-            tool = McpTool(name, remote, conn)
-            try:
-                self.registry.register(tool, check_schema=True)
-            except Exception as exc:  # noqa: BLE001 - a bad schema must not stop the host
-                logger.warning("MCP tool %r of server %r skipped: %s", remote.name, server, exc)
-                continue
-            names.append(name)
+            if self._register_tool(server, name, remote, conn):
+                names.append(name)
         self.tools[server] = names
         group = f"group:mcp:{server}"
         self.registry.add_group(group, names, f"Tools of the MCP server {server!r}")
@@ -226,14 +221,10 @@ class McpMounts:
                     server, remote.name, self.registry
                 )
                 old = self.registry.get(name)
-                tool = McpTool(name, remote, conn)
                 if isinstance(old, McpTool) and old.remote == remote:
                     names.append(name)
                     continue
-                try:
-                    self.registry.register(tool, check_schema=True)
-                except Exception as exc:  # noqa: BLE001 - a bad schema must not stop the host
-                    logger.warning("MCP tool %r of server %r skipped: %s", remote.name, server, exc)
+                if not self._register_tool(server, name, remote, conn):
                     continue
                 names.append(name)
                 if deferred and remote.name not in current:
@@ -244,6 +235,18 @@ class McpMounts:
                 f"group:mcp:{server}", self.tools[server], f"Tools of the MCP server {server!r}"
             )
             logger.info("MCP server %r: %d tools after refresh", server, len(self.tools[server]))
+
+    def _register_tool(
+        self, server: str, name: str, remote: types.Tool, conn: McpConnection
+    ) -> bool:
+        """Register ``remote`` as ``name``; a tool the registry refuses (a bad schema) is
+        logged and skipped, never stopping the host. Returns whether it was registered."""
+        try:
+            self.registry.register(McpTool(name, remote, conn), check_schema=True)
+        except Exception as exc:  # noqa: BLE001 - a bad schema must not stop the host
+            logger.warning("MCP tool %r of server %r skipped: %s", remote.name, server, exc)
+            return False
+        return True
 
     def _mountable(self, remote: types.Tool) -> bool:
         ann = remote.annotations
