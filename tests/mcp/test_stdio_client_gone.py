@@ -9,16 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "gone", "version": "1"},
-    },
-}
+from tests.mcp.test_server_robustness import INIT
 
 
 def _line(message: dict[str, object]) -> bytes:
