@@ -243,15 +243,15 @@ class OctosMcpServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         session, throwaway = self._session_for(ctx)
-        call_ctx = replace(
-            session.tools.ctx,
-            tool_call_id=f"mcp-{ctx.request_id}" if ctx.request_id is not None else "mcp",
-            progress=_progress_reporter(ctx),
-            user_input=(
-                user_input_via_elicitation(ctx.session, ctx.request_id, gone=self._gone)
-                if session.elicitation
-                else None
-            ),
+        # for_call: a field-by-field copy, a tenth of dataclasses.replace on every call
+        call_ctx = session.tools.ctx.for_call(
+            f"mcp-{ctx.request_id}" if ctx.request_id is not None else "mcp"
+        )
+        call_ctx.progress = _progress_reporter(ctx)
+        call_ctx.user_input = (
+            user_input_via_elicitation(ctx.session, ctx.request_id, gone=self._gone)
+            if session.elicitation
+            else None
         )
         args = params.arguments if params.arguments is not None else {}
         self._calls_running += 1
