@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import compileall
 import importlib.util
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ settings.register_profile("octos", deadline=None)
 settings.load_profile("octos")
 
 TESTS = Path(__file__).resolve().parent
+
+# The per-user state folder (octos_tools.state_dir) of every test and of every process the
+# tests start: a fresh folder per test process, never the user's own ~/.local/state.
+os.environ.setdefault("OCTOS_TOOLS_STATE_DIR", tempfile.mkdtemp(prefix="octos-state-"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
