@@ -821,7 +821,9 @@ def sandbox_check(
             "fix": status.fix,
             "modes": {},
         }
-        lines.append(f"{status.name}: {'usable' if status.usable else 'unusable'} ({status.detail})")
+        lines.append(
+            f"{status.name}: {'usable' if status.usable else 'unusable'} ({status.detail})"
+        )
         if not status.usable:
             lines.append(f"  fix: {status.fix}")
         else:

@@ -46,6 +46,7 @@ __all__ = [
     "settings_from_config",
     "web_denied",
     "wrap_command",
+    "wrap_server",
 ]
 
 
@@ -124,6 +125,27 @@ def wrap_command(
             can enforce ``settings.mode`` on this machine; the command must not run.
     """
     return sandbox_for(settings).wrap(
+        argv,
+        cwd=os.fspath(cwd),
+        env=env,
+        workspace=os.fspath(workspace) if workspace is not None else None,
+    )
+
+
+def wrap_server(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    settings: SandboxSettings,
+    workspace: str | os.PathLike[str] | None,
+) -> tuple[list[str], dict[str, str]]:
+    """``(argv, env)`` that start ``argv`` confined by ``settings`` when a library spawns
+    the process (a mounted stdio MCP server: no descriptor passing, no ``preexec_fn``).
+
+    Raises:
+        ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
+    """
+    return sandbox_for(settings).wrap_server(
         argv,
         cwd=os.fspath(cwd),
         env=env,

@@ -54,6 +54,7 @@ def bwrap_args(
     seccomp_fd: int,
     cwd: str,
     home_bind: tuple[str, str] | None = None,
+    visible: Sequence[str] = (),
 ) -> list[str]:
     """The ``bwrap`` argument list up to and including ``--`` (the command follows).
 
@@ -69,12 +70,17 @@ def bwrap_args(
         seccomp_fd: an open descriptor to read the filter from.
         cwd: the working folder inside the sandbox.
         home_bind: ``(host folder, mount point)`` of a private writable home.
+        visible: folders to keep visible read-only although they are under ``/tmp`` (which
+            the private temp folder replaces): the workspace in ``read-only``.
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if not network:
         args.append("--unshare-net")
     args += ["--bind", tmpdir, "/tmp"]
+    for path in visible:
+        if _under(path, ["/tmp"]) and not _under(path, writable) and os.path.isdir(path):
+            args += ["--ro-bind", path, path]
     for root in writable:
         args += ["--bind", root, root]
     if home_bind is not None:

@@ -23,7 +23,7 @@ _NET = (
     "address family not supported",
 )
 _ESCALATE = (
-    'to run it outside the sandbox, call again with sandbox_permissions: "require_escalated" '
+    'To run it outside the sandbox, call again with sandbox_permissions: "require_escalated" '
     "and a justification"
 )
 
@@ -58,4 +58,4 @@ def blocked_note(
         rules.append("network off")
     if not rules:
         return None
-    return f"Sandbox ({mode}, {engine}) may have blocked this: {'; '.join(rules)}. {_ESCALATE[0].upper()}{_ESCALATE[1:]}."
+    return f"Sandbox ({mode}, {engine}) may have blocked this: {'; '.join(rules)}. {_ESCALATE}."

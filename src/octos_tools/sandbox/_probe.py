@@ -192,9 +192,7 @@ class ProbeSet:
         )
         return "\n".join(lines) + "\n"
 
-    def verify(
-        self, output: str, mode: SandboxMode, *, network: bool = False
-    ) -> list[ProbeResult]:
+    def verify(self, output: str, mode: SandboxMode, *, network: bool = False) -> list[ProbeResult]:
         """What happened, for ``mode``; the host's view where it can see (files, the
         helper, the sockets), the command's markers elsewhere."""
         rc = {}
@@ -293,8 +291,7 @@ NOT_ENFORCED: dict[str, dict[str, str]] = {
         "git_hooks": "Landlock cannot make a path read-only inside a writable root, and "
         "git commit needs to create files in .git",
         "git_config": "same: .git/config inside the writable workspace",
-        "rewrite_config": "same: a config file inside the workspace (one outside it is "
-        "read-only)",
+        "rewrite_config": "same: a config file inside the workspace (one outside it is read-only)",
     },
 }
 

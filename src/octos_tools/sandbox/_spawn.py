@@ -208,6 +208,7 @@ class Sandbox:
                 seccomp_fd=fd,
                 cwd=cwd,
                 home_bind=home_bind,
+                visible=[os.path.realpath(p) for p in (workspace, cwd) if p],
             )
             return SandboxSpawn(
                 [*args, *argv], env, (fd,), None, engine, s.mode, network, _close=[fd]
@@ -229,6 +230,58 @@ class Sandbox:
             s.mode,
             network,
         )
+
+    def wrap_server(
+        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], workspace: str | None
+    ) -> tuple[list[str], dict[str, str]]:
+        r"""``(argv, env)`` for a process started by someone else (the MCP SDK starts a
+        stdio server: no inherited descriptor, no ``preexec_fn``): bubblewrap reads its
+        filter from a file opened by ``sh``; Landlock is applied by the launcher
+        :mod:`._launch`, which then ``exec``\ s the program.
+
+        Raises:
+            ToolError: ``sandbox_unavailable``.
+        """
+        import json
+        import sys
+
+        engine = resolve_engine(self.settings)
+        if engine == "none":
+            return list(argv), dict(env)
+        if engine == "landlock":
+            data = {
+                k: getattr(self.settings, k)
+                for k in (
+                    "engine",
+                    "network",
+                    "writable_roots",
+                    "deny_read",
+                    "read_only_paths",
+                    "secret_paths",
+                    "private_home",
+                    "home",
+                )
+            }
+            data["mode"] = self.settings.mode.value
+            data["engine"] = "landlock"
+            launcher = [sys.executable, "-m", "octos_tools.sandbox._launch"]
+            return [*launcher, json.dumps(data), workspace or "", "--", *argv], dict(env)
+        spawn = self.wrap(argv, cwd=cwd, env=env, workspace=workspace)
+        spawn.close()
+        filt = os.path.join(self._private_dir_for_filter(), "seccomp.bpf")
+        if not os.path.exists(filt):
+            with open(filt, "wb") as fh:
+                fh.write(_seccomp.filter_program())
+        out = list(spawn.argv)
+        i = out.index("--seccomp")
+        out[i + 1] = "9"
+        return ["/bin/sh", "-c", 'exec 9<"$0"; exec "$@"', filt, *out], spawn.env
+
+    def _private_dir_for_filter(self) -> str:
+        with self._lock:
+            if not hasattr(self, "_filter_dir"):
+                self._filter_dir = self._private("filter")
+            return self._filter_dir
 
     def _landlock_ruleset(
         self, writable: list[str], unreadable: list[str], network: bool

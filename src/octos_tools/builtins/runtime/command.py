@@ -18,7 +18,9 @@ survives:
 A command that *exits* by itself may leave background children (``server &``; case BC-23
 requires the call to return then). With a cgroup they are tracked and killed when the
 session of tools ends (:meth:`RunningCommand.reap_leftovers` via the session manager);
-without one they are re-parented to init and keep running.
+without one, those still in the command's process group are (a child that calls
+``setsid`` leaves it and is not found). In the bubblewrap sandbox they end with the
+command's pid namespace, when its shell exits.
 """
 
 from __future__ import annotations
@@ -314,18 +316,35 @@ class RunningCommand:
         """After a normal exit: remove the cgroup if it is empty.
 
         Returns:
-            ``True`` when background processes of the command still run in its cgroup
-            (the caller keeps the command to :meth:`reap_leftovers` later).
+            ``True`` when background processes of the command still run in its cgroup (or,
+            without one, its process group): the caller keeps the command to
+            :meth:`reap_leftovers` later.
         """
         if self.cgroup is None:
-            return False
+            # without a cgroup: background children stay in the shell's process group
+            # (``server &``); one signal-0 probe tells whether any is still alive (a pid is
+            # never reused while it names a live group)
+            try:
+                os.killpg(self.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
         if self.cgroup.remove():
             self.cgroup = None
             return False
         return True
 
     async def reap_leftovers(self) -> None:
-        """Kill what a command that exited left running in its cgroup."""
+        """Kill what a command that exited left running in its cgroup, or (without one) in
+        its process group: SIGTERM, :data:`KILL_GRACE_SECS`, then freeze and kill."""
+        if self.cgroup is None and self.proc is not None and self.proc.returncode is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_GRACE_SECS
+            while time.monotonic() < deadline and self.release():
+                await asyncio.sleep(0.02)
+            freeze_and_kill(None, self.pid)
+            return
         await self.kill("session closed")
 
     async def write(self, data: bytes) -> None:
