@@ -227,6 +227,12 @@ def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str,
             continue
         if is_dir:
             _split(entry.path, rights, denied, out)
+        elif entry.is_symlink():
+            # a rule is set on what the link points to: never on a folder that holds a
+            # denied path (it is reached, and split, by its own path)
+            real = os.path.realpath(entry.path)
+            if not any(d == real or d.startswith(real.rstrip("/") + "/") for d in denied):
+                out.append((entry.path, rights))
         elif entry.path not in denied:
             out.append((entry.path, rights))
 

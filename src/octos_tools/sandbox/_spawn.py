@@ -162,6 +162,7 @@ class Sandbox:
         cwd: str,
         env: Mapping[str, str],
         workspace: str | None,
+        visible: Sequence[str] = (),
     ) -> SandboxSpawn:
         """What to spawn to run ``argv`` in ``cwd`` under this sandbox.
 
@@ -170,6 +171,7 @@ class Sandbox:
             cwd: the absolute working folder.
             env: the complete environment for the command.
             workspace: the workspace root (absolute), or ``None``.
+            visible: more folders to keep visible (read-only) under ``/tmp`` (bubblewrap).
 
         Raises:
             ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
@@ -208,7 +210,7 @@ class Sandbox:
                 seccomp_fd=fd,
                 cwd=cwd,
                 home_bind=home_bind,
-                visible=[os.path.realpath(p) for p in (workspace, cwd) if p],
+                visible=[os.path.realpath(p) for p in (workspace, cwd, *visible) if p],
             )
             return SandboxSpawn(
                 [*args, *argv], env, (fd,), None, engine, s.mode, network, _close=[fd]
@@ -263,10 +265,22 @@ class Sandbox:
                 )
             }
             data["mode"] = self.settings.mode.value
+            data["home"] = self.settings.home or str(Path.home())  # the server's, not the child's
             data["engine"] = "landlock"
-            launcher = [sys.executable, "-m", "octos_tools.sandbox._launch"]
+            # the package's own folder on sys.path: the SDK gives the server a minimal
+            # environment (no PYTHONPATH), and this very package must be the one imported
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            code = (
+                f"import sys; sys.path.insert(0, {root!r}); "
+                "from octos_tools.sandbox._launch import main; sys.exit(main(sys.argv[1:]))"
+            )
+            launcher = [sys.executable, "-c", code]
             return [*launcher, json.dumps(data), workspace or "", "--", *argv], dict(env)
-        spawn = self.wrap(argv, cwd=cwd, env=env, workspace=workspace)
+        # what the server's command line names under /tmp stays visible (read-only): the
+        # private temp folder replaces /tmp
+        named = [a for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
+        extra = [a if os.path.isdir(a) else os.path.dirname(a) for a in (argv[0], *named)]
+        spawn = self.wrap(argv, cwd=cwd, env=env, workspace=workspace, visible=extra)
         spawn.close()
         filt = os.path.join(self._private_dir_for_filter(), "seccomp.bpf")
         if not os.path.exists(filt):
