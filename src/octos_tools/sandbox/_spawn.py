@@ -192,7 +192,7 @@ class Sandbox:
 
             bwrap = _sh.which("bwrap") or "bwrap"
             fd = os.memfd_create("octos-seccomp", os.MFD_CLOEXEC)
-            os.write(fd, _seccomp.filter_program())
+            os.write(fd, _seccomp.filter_program(deny_all_sockets=not network))
             os.lseek(fd, 0, os.SEEK_SET)
             home_bind = None
             if s.private_home:
@@ -282,10 +282,11 @@ class Sandbox:
         extra = [a if os.path.isdir(a) else os.path.dirname(a) for a in (argv[0], *named)]
         spawn = self.wrap(argv, cwd=cwd, env=env, workspace=workspace, visible=extra)
         spawn.close()
-        filt = os.path.join(self._private_dir_for_filter(), "seccomp.bpf")
+        net = "net" if self.settings.network else "nonet"
+        filt = os.path.join(self._private_dir_for_filter(), f"seccomp-{net}.bpf")
         if not os.path.exists(filt):
             with open(filt, "wb") as fh:
-                fh.write(_seccomp.filter_program())
+                fh.write(_seccomp.filter_program(deny_all_sockets=not self.settings.network))
         out = list(spawn.argv)
         i = out.index("--seccomp")
         out[i + 1] = "9"
