@@ -397,6 +397,15 @@ class Config(_Model):
         """The file this configuration was read from (``None``: built in code)."""
         return self._source
 
+    def __eq__(self, other: object) -> bool:
+        # the values decide; where they were read from does not (a JSON and a TOML file
+        # with the same values are equal)
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = _Model.__hash__
+
     @field_validator("workspace")
     @classmethod
     def _workspace_path(cls, v: str | None) -> str | None:
