@@ -74,8 +74,11 @@ async def test_spawn_wait_and_results() -> None:
     [status] = waited["agents"]
     assert status["status"] == "completed" and "done: count files" in status["output"]
     assert delegate.requests[0].depth == 1
-    failed = body(await registry.execute("spawn_agent", {"task": "please fail", "mode": "sync"}))
-    assert failed["status"] == "failed" and failed["terminal"] is True
+    failed = await registry.execute("spawn_agent", {"task": "please fail", "mode": "sync"})
+    assert failed.error_kind is ErrorKind.PROCESS_FAILED  # a sync child's failure is the call's
+    status = json.loads(failed.output)
+    assert status["status"] == "failed" and status["terminal"] is True
+    assert status["error_kind"] == "process_failed" and "output_tail" in status
     unknown = body(await registry.execute("wait_agent", {"ids": ["nope"], "timeout_ms": 10}))
     assert unknown["agents"] == [{"agent_id": "nope", "status": "unknown", "terminal": True}]
     await registry.aclose()
