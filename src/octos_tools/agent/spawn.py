@@ -56,7 +56,7 @@ from .provider import ModelProvider
 if TYPE_CHECKING:
     from .loop import Agent, AgentEvent
 
-__all__ = ["DEFAULT_MAX_DEPTH", "NativeSpawnDelegate"]
+__all__ = ["DEFAULT_MAX_DEPTH", "NativeSpawnDelegate", "child_registry", "sub_agent_context"]
 
 DEFAULT_MAX_DEPTH = 1
 """Deepest level of sub-agents (Codex's ``agents.max_depth`` default: the root agent is
@@ -261,18 +261,12 @@ class NativeSpawnDelegate:
         from .loop import Agent
 
         parent = self.parent
-        registry = _child_registry(parent.registry, request, self.max_depth)
-        base = parent.session.ctx
-        extras = {k: v for k, v in base.extras.items() if k != "spawn_delegate"}
-        ctx = replace(
-            base,
-            tool_call_id="",
-            spawn_depth=request.depth,
-            state={},
-            extras=extras,
-            registry=None,
-            session=None,
+        registry = child_registry(
+            parent.registry,
+            allowed_tools=request.allowed_tools,
+            sub_agents=request.depth < self.max_depth,
         )
+        ctx = sub_agent_context(parent.session.ctx)
         provider: ModelProvider = parent.provider
         if request.model and request.model != provider.model:
             provider = provider.with_model(request.model)  # type: ignore[attr-defined]
@@ -321,14 +315,44 @@ def _unavailable(registry: ToolRegistry, entries: Sequence[str]) -> list[str]:
     return missing
 
 
-def _child_registry(parent: ToolRegistry, request: SpawnRequest, max_depth: int) -> ToolRegistry:
+def child_registry(
+    parent: ToolRegistry, *, allowed_tools: Sequence[str] = (), sub_agents: bool = False
+) -> ToolRegistry:
+    """The registry of a sub-agent of ``parent`` (octos's native ``spawn``): a snapshot
+    (the same tool objects, policies, groups and settings; its own task supervisor), spawn-
+    only markers cleared, ``allowed_tools`` (names, groups or ``*`` patterns; empty: all)
+    applied as a hard allow list, and the sub-agent tools removed unless ``sub_agents``
+    (calling them is then ``policy_denied``). Used by :class:`NativeSpawnDelegate` and by
+    the framework adapters' ``for_sub_agent``.
+
+    Do not ``aclose()`` it while ``parent`` is in use (the tools are shared); close its
+    ``supervisor`` instead.
+    """
     registry = parent.snapshot_excluding(())
     registry.clear_spawn_only()
-    if request.allowed_tools:
-        registry.apply_policy(ToolPolicy(allow=request.allowed_tools), source="allowed_tools")
-    if request.depth >= max_depth:
+    if allowed_tools:
+        registry.apply_policy(ToolPolicy(allow=allowed_tools), source="allowed_tools")
+    if not sub_agents:
         registry.apply_policy(ToolPolicy(deny=SUB_AGENT_TOOLS), source="sub-agent depth limit")
     return registry
+
+
+def sub_agent_context(parent: ToolContext) -> ToolContext:
+    """The base context of a sub-agent of a session whose base context is ``parent``: a copy
+    (approval and user-input callbacks, permissions, workspace, session key and any field a
+    host or another module added) with ``spawn_depth + 1``, a ``state`` and ``extras`` of its
+    own (no ``spawn_delegate``: the child's own agent puts its own), no registry or session.
+    """
+    extras = {k: v for k, v in parent.extras.items() if k != "spawn_delegate"}
+    return replace(
+        parent,
+        tool_call_id="",
+        spawn_depth=parent.spawn_depth + 1,
+        state={},
+        extras=extras,
+        registry=None,
+        session=None,
+    )
 
 
 def _forked(messages: Sequence[JSONObject]) -> list[JSONObject]:
