@@ -467,3 +467,34 @@ async def test_a_host_delegate_wins_and_listings_can_tell_a_delegate_is_there(
         assert has_spawn_delegate(registry)
         assert Agent(registry, provider).spawn_delegate is None
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_fork_context_hands_the_child_the_conversation_before_the_spawning_turn(
+    server: FakeModelServer, workspace: Path
+) -> None:
+    from octos_tools.builtins.agents import SpawnRequest
+    from octos_tools.context import ToolContext
+
+    registry = build_registry(workspace=str(workspace))
+    async with OPENAI.provider(server.url) as provider:
+        agent = Agent(registry, provider)
+        assert agent.spawn_delegate is not None
+        agent.messages.extend(
+            [
+                {"role": "user", "content": "earlier question"},
+                {"role": "assistant", "content": "earlier answer"},
+                {"role": "user", "content": "now spawn"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "c9"}]},
+            ]
+        )
+        request = SpawnRequest(task="t", label="l", fork_context=True)
+        prepared = await agent.spawn_delegate.prepare(request, ToolContext())
+        assert [m["content"] for m in prepared.history] == [
+            "earlier question",
+            "earlier answer",
+            "now spawn",
+        ]
+        plain = await agent.spawn_delegate.prepare(SpawnRequest(task="t", label="l"), ToolContext())
+        assert plain.history == ()
+    await registry.aclose()

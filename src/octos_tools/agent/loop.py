@@ -252,13 +252,14 @@ class Agent:
         return used
 
     def _deliver(self) -> None:
-        """Append queued input and one announcement per background sub-agent that finished
-        unseen (no ``wait_agent`` showed it finished) to the transcript."""
+        """Append queued input and one announcement per sub-agent that finished unseen (a
+        background one, or a ``delegate`` whose wait ran out; no ``wait_agent`` showed it
+        finished) to the transcript."""
         for rec in self.spawn_delegate.children if self.spawn_delegate is not None else ():
             meta = rec.metadata
             if (
                 rec.terminal
-                and meta.get("mode") == "background"
+                and meta.get("mode") in ("background", "delegate")
                 and not meta.get("reported")
                 and not meta.get("announced")
             ):
