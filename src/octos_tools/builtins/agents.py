@@ -75,6 +75,7 @@ __all__ = [
     "SupportsPrepare",
     "WaitAgentTool",
     "bind_spawn_delegate",
+    "failure_kind",
     "has_spawn_delegate",
     "register",
     "spawn_delegate_of",
