@@ -290,8 +290,10 @@ async def test_safe_policy_deny_and_ask(ws: Workspace, cfg: ShellConfig) -> None
     tool = ShellTool(ws, cfg)
     denied = await call(tool, {"command": "rm -rf /"})
     assert denied.error_kind is ErrorKind.POLICY_DENIED
-    asked = await call(tool, {"command": "echo sudo"})
+    risky = "git reset --hard 2>/dev/null; echo ran"  # not a repository: harmless here
+    asked = await call(tool, {"command": risky})
     assert asked.error_kind is ErrorKind.APPROVAL_REQUIRED
+    assert (await call(tool, {"command": "echo sudo"})).success  # words, not text
     seen: list[ApprovalRequest] = []
 
     async def approve(req: ApprovalRequest) -> bool:
@@ -301,13 +303,14 @@ async def test_safe_policy_deny_and_ask(ws: Workspace, cfg: ShellConfig) -> None
     async def refuse(req: ApprovalRequest) -> bool:
         return False
 
-    ran = await call(tool, {"command": "echo sudo"}, ToolContext(approval=approve))
-    assert ran.success and "sudo" in ran.output
-    assert seen[0].tool == "shell" and seen[0].action == "echo sudo"
-    no = await call(tool, {"command": "echo sudo"}, ToolContext(approval=refuse))
-    assert no.error_kind is ErrorKind.POLICY_DENIED
+    ran = await call(tool, {"command": risky}, ToolContext(approval=approve))
+    assert ran.success and "ran" in ran.output
+    assert seen[0].tool == "shell" and seen[0].action == risky
+    assert seen[0].kind == "ask_pattern" and "git reset --hard" in seen[0].reason
+    no = await call(tool, {"command": risky}, ToolContext(approval=refuse))
+    assert no.error_kind is ErrorKind.APPROVAL_DENIED
     off = ShellTool(ws, cfg.model_copy(update={"safe_policy": False}))
-    assert (await call(off, {"command": "echo sudo"})).success
+    assert (await call(off, {"command": risky})).success
 
 
 @pytest.mark.anyio
