@@ -28,12 +28,17 @@ from .context import ApprovalCallback, ApprovalRequest
 from .errors import ErrorKind, ToolError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from .context import ToolContext
+    from .tool import Tool
 
 __all__ = [
     "APPROVAL_POLICIES",
     "ApprovalPolicy",
     "approval_error",
+    "approval_for_call",
+    "approving",
     "require_approval",
     "terminal_approval",
 ]
@@ -109,6 +114,50 @@ async def require_approval(
             "the user did not approve this; do not retry it as it is: ask them or do it "
             "another way",
         )
+
+
+def approval_for_call(
+    tool: Tool | None, arguments: Mapping[str, object] | None, ctx: ToolContext | None = None
+) -> ApprovalRequest | None:
+    """What a call of ``tool`` with ``arguments`` would ask a person, found before it runs
+    (for frameworks that approve a call before invoking it: openai-agents'
+    ``needs_approval``, pydantic-ai's ``ApprovalRequired``); ``None`` when nothing would
+    be asked, or when the arguments are refused (the call then reports that itself).
+
+    Args:
+        tool: the tool (a tool without ``approval_request`` never asks).
+        arguments: the parsed arguments.
+        ctx: the call's context (its workspace), or ``None``.
+    """
+    probe = getattr(tool, "approval_request", None)
+    if probe is None or not isinstance(arguments, dict):
+        return None
+    try:
+        request = probe(arguments, ctx)
+    except Exception:  # noqa: BLE001 - bad arguments or a deny rule: the call says so
+        return None
+    return request if isinstance(request, ApprovalRequest) else None
+
+
+def approving(
+    requests: Iterable[ApprovalRequest], fallback: ApprovalCallback | None = None
+) -> ApprovalCallback:
+    """An approval callback that says yes to exactly ``requests`` (approved already, by
+    the framework's own mechanism) and asks ``fallback`` about anything else (no
+    ``fallback``: no).
+
+    Args:
+        requests: the approved requests (matched by :meth:`ApprovalRequest.key`).
+        fallback: the channel for any other request, or ``None``.
+    """
+    keys = {r.key() for r in requests}
+
+    async def approve(request: ApprovalRequest) -> bool:
+        if request.key() in keys:
+            return True
+        return await fallback(request) if fallback is not None else False
+
+    return approve
 
 
 def terminal_approval(

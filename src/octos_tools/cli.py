@@ -301,9 +301,14 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .approval import terminal_approval
+        from .context import ToolContext
         from .session import ToolSession
 
-        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
+        # a person at a terminal is the approval channel; piped, nobody is asked
+        approve = terminal_approval()
+        ctx = ToolContext(approval=approve) if approve is not None else None
+        session = ToolSession(registry, ctx, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
@@ -377,14 +382,19 @@ async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
         result.append(await awaitable)
         tg.cancel_scope.cancel()
 
+    from .approval import prompt_open
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(runner)
         await anyio.sleep(1.0)
         started = time.monotonic()
-        with _err.status(f"running {tool}…") as status:
-            while True:
-                await anyio.sleep(0.25)
-                status.update(f"running {tool}… {time.monotonic() - started + 1:.0f}s")
+        while True:
+            while prompt_open():  # an approval prompt owns the terminal
+                await anyio.sleep(0.1)
+            with _err.status(f"running {tool}…") as status:
+                while not prompt_open():
+                    await anyio.sleep(0.25)
+                    status.update(f"running {tool}… {time.monotonic() - started + 1:.0f}s")
     return result[0]
 
 
@@ -725,7 +735,7 @@ def contract(
 
     cfg = _load(config)
     registry = _registry(cfg, workspace)
-    doc = build_contract(registry)
+    doc = build_contract(registry, approval_policy=cfg.approval_policy)
     anyio.run(registry.aclose)
     _write_stdout(json.dumps(doc, indent=2) + "\n")
 

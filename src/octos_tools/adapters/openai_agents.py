@@ -48,7 +48,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, ToolError
-from ._session import activate, as_session, deferred_names, failure_text, import_extra, listed_specs
+from ._session import (
+    activate,
+    approved_ctx,
+    as_session,
+    deferred_names,
+    failure_text,
+    import_extra,
+    listed_specs,
+    pending_approval,
+)
 
 if TYPE_CHECKING:
     from agents import FunctionTool, RunConfig
@@ -58,6 +67,7 @@ if TYPE_CHECKING:
     from agents.tool_context import ToolContext as AgentsToolContext
 
     from ..builtins.runtime import RunningCommand
+    from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
     from ..tool import ToolResult, ToolSpec
@@ -84,6 +94,7 @@ class OctosAgentTools:
         self.session = as_session(source)
         self._owns_session = self.session is not source
         self._tick_due = True
+        self._asked: dict[str, ApprovalRequest] = {}
         self.tools: list[FunctionTool] = [self._function_tool(name) for name in self._names()]
 
     async def aclose(self) -> None:
@@ -111,8 +122,20 @@ class OctosAgentTools:
 
         async def invoke(ctx: AgentsToolContext[Any], raw_arguments: str) -> Any:
             self._tick_due = True
-            result = await self.session.call(name, raw_arguments, tool_call_id=ctx.tool_call_id)
+            # the SDK invokes a call that needed approval only once it was approved
+            asked = self._asked.pop(ctx.tool_call_id, None)
+            call_ctx = approved_ctx(self.session, [asked]) if asked is not None else None
+            result = await self.session.call(
+                name, raw_arguments, tool_call_id=ctx.tool_call_id, ctx=call_ctx
+            )
             return _output(result)
+
+        async def needs_approval(run_ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            request = pending_approval(self.session, name, params)
+            if request is None:
+                return False
+            self._asked[call_id] = request
+            return True
 
         def enabled(run_context: Any, agent: Any) -> bool:
             listed = self.visible_specs().get(name)
@@ -129,6 +152,7 @@ class OctosAgentTools:
             on_invoke_tool=invoke,
             strict_json_schema=False,
             is_enabled=enabled,
+            needs_approval=needs_approval,
         )
         return function_tool
 
@@ -393,7 +417,7 @@ class ShellExecutor:
                 )
             if not await self.approve(command):
                 return (
-                    f"Error [{ErrorKind.POLICY_DENIED.value}]: the user did not approve this "
+                    f"Error [{ErrorKind.APPROVAL_DENIED.value}]: the user did not approve this "
                     "command"
                 )
         return None

@@ -14,11 +14,11 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Literal
 
-from ..context import ToolContext
+from ..context import ApprovalCallback, ToolContext
 from ..execution import ToolCall
 from ..registry import ToolRegistry
 from ..session import ToolSession
@@ -148,6 +148,9 @@ class Agent:
             (workspace, session key, approval callback, ...); default: one built from the
             registry.
         on_event: an :data:`EventHook` called for every :class:`AgentEvent`.
+        approve: the approval channel (``await approve(ApprovalRequest) -> bool``), asked
+            before a command that needs a person's yes (docs/approvals.md); it replaces
+            ``ctx.approval``. Without one such commands answer ``approval_required``.
 
     Attributes:
         session: the :class:`~octos_tools.session.ToolSession` driving the registry.
@@ -173,9 +176,12 @@ class Agent:
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         ctx: ToolContext | None = None,
         on_event: EventHook | None = None,
+        approve: ApprovalCallback | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
+        if approve is not None:
+            ctx = replace(ctx or ToolContext(), approval=approve)
         self.registry = registry
         self.provider = provider
         self.system = system

@@ -113,9 +113,7 @@ def approval_via_elicitation(
                 ErrorKind.APPROVAL_REQUIRED, f"the client could not ask the user ({exc})"
             ) from None
         if not answers:
-            raise ToolError(
-                ErrorKind.APPROVAL_REQUIRED, "the client left before the user answered"
-            )
+            raise ToolError(ErrorKind.APPROVAL_REQUIRED, "the client left before the user answered")
         return approved(answers[0])
 
     return approve

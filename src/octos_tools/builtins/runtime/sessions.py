@@ -1,8 +1,9 @@
 """``exec_command`` sessions (Codex ``exec_command`` / ``write_stdin``, unified exec).
 
 A command still running after the call's yield (``yield_time_ms``, default 10 s) keeps
-running after the call returns; the call gives a ``session_id`` and the output so far, and every later read (``write_stdin``) returns
-only the output produced since the previous read. At most ``max_sessions`` live at once
+running after the call returns; the call gives a ``session_id`` and the output so far,
+and every later read (``write_stdin``) returns only the output produced since the
+previous read. At most ``max_sessions`` live at once
 (the least recently used idle one is closed to make room); a session is killed at its
 timeout; :meth:`SessionManager.aclose` (the registry's ``aclose``, the end of a session of
 tools) closes them all, and kills what finished commands left running in their cgroups.

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -141,6 +142,45 @@ class _CommandTool(WorkspaceTool):
         _check_text(command, "cmd")
         return command
 
+    def _approval_request(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        escalate: bool = False,
+        justification: str | None = None,
+    ) -> ApprovalRequest | None:
+        """What ``command`` needs a person to approve, or ``None``.
+
+        Raises:
+            ToolError: ``policy_denied`` when a SafePolicy deny rule matches.
+        """
+        verdict, pattern = check_command(command) if self.config.safe_policy else ("allow", None)
+        if verdict == "deny":
+            raise ToolError(
+                ErrorKind.POLICY_DENIED,
+                f"command refused by the shell safety policy (it matches {pattern!r}); "
+                "this rule is never run, approved or not",
+                command=command,
+                pattern=pattern,
+            )
+        if verdict != "ask" and not escalate:
+            return None
+        reasons = []
+        if escalate:
+            reasons.append("it asks to run outside the sandbox (require_escalated)")
+        if verdict == "ask":
+            reasons.append(f"it matches the safety rule {pattern!r}")
+        return ApprovalRequest(
+            tool=self.name,
+            action=command,
+            reason="; ".join(reasons),
+            kind="escalation" if escalate else "ask_pattern",
+            justification=justification,
+            cwd=str(cwd),
+            sandbox_mode=ESCALATED_MODE if escalate else None,
+        )
+
     async def _check_policy(
         self,
         ctx: ToolContext | None,
@@ -159,32 +199,37 @@ class _CommandTool(WorkspaceTool):
             ToolError: ``policy_denied`` (a deny rule), ``approval_required`` (nobody to
                 ask, or ``approval_policy = "never"``), ``approval_denied`` (a no).
         """
-        verdict, pattern = check_command(command) if self.config.safe_policy else ("allow", None)
-        if verdict == "deny":
-            raise ToolError(
-                ErrorKind.POLICY_DENIED,
-                f"command refused by the shell safety policy (it matches {pattern!r}); "
-                "this rule is never run, approved or not",
-                command=command,
-                pattern=pattern,
-            )
-        if verdict == "ask" or escalate:
-            reasons = []
-            if escalate:
-                reasons.append("it asks to run outside the sandbox (require_escalated)")
-            if verdict == "ask":
-                reasons.append(f"it matches the safety rule {pattern!r}")
-            request = ApprovalRequest(
-                tool=self.name,
-                action=command,
-                reason="; ".join(reasons),
-                kind="escalation" if escalate else "ask_pattern",
-                justification=justification,
-                cwd=str(cwd),
-                sandbox_mode=ESCALATED_MODE if escalate else None,
-            )
+        request = self._approval_request(
+            command, cwd, escalate=escalate, justification=justification
+        )
+        if request is not None:
             await require_approval(ctx, request, policy=self.approval_policy)
         return sandbox_mode_for(ctx, escalated=escalate)
+
+    def approval_request(
+        self, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ApprovalRequest | None:
+        """What a call with ``arguments`` would ask a person to approve, without running
+        anything (``None``: nothing; hosts whose framework approves before the call use it,
+        see :func:`octos_tools.approval.approval_for_call`).
+
+        Raises:
+            ToolError / pydantic.ValidationError: the arguments are refused (the call will
+                say so itself).
+        """
+        args = self.Args.model_validate(dict(arguments))
+        cmd = getattr(args, "cmd", None)
+        text = cmd if cmd is not None else getattr(args, "command", None)
+        if not isinstance(text, str) or not text.strip():
+            return None
+        workdir = getattr(args, "workdir", None)
+        escalate = getattr(args, "sandbox_permissions", "use_default") == "require_escalated"
+        return self._approval_request(
+            text,
+            self._cwd(ctx, workdir),
+            escalate=escalate,
+            justification=getattr(args, "justification", None),
+        )
 
     async def _run(
         self,
