@@ -87,7 +87,7 @@ def _check_text(value: str, what: str) -> None:
 def _output_limit(max_output_tokens: int | None, config_cap: int) -> int:
     if max_output_tokens is None:
         return config_cap
-    return max(MIN_OUTPUT_BYTES, min(config_cap, max_output_tokens * BYTES_PER_TOKEN))
+    return max(MIN_OUTPUT_BYTES, min(config_cap, max(1, max_output_tokens) * BYTES_PER_TOKEN))
 
 
 class _CommandTool(WorkspaceTool):
@@ -310,27 +310,26 @@ class ExecCommandTool(_CommandTool):
     name = "exec_command"
     title = "Run a command (sessions)"
     description = (
-        "Run a shell command in the workspace; returns exit code and output. Still running "
-        "after yield_time_ms: returns output so far and a session_id; poll it with "
-        "write_stdin. Killed at timeout_secs."
+        "Run a shell command in the workspace. Returns exit code and output, or after "
+        "yield_time_ms a session_id to poll with write_stdin."
     )
 
     class Args(ToolArgs):
         model_config = {"json_schema_extra": {"required": ["cmd"]}}  # noqa: RUF012
 
-        cmd: str | None = Field(None, description="Command line, run by sh -c.")
-        workdir: str | None = Field(None, description="Folder in the workspace to run in.")
-        timeout_secs: int | None = Field(None, description="Kill after this (120; max 600).")
+        cmd: str | None = Field(None, description="Run by sh -c.")
+        workdir: str | None = Field(None, description="Folder to run in.")
+        timeout_secs: int | None = Field(None, description="Kill after (120, max 600).")
         yield_time_ms: int | None = Field(
-            None, ge=0, description="Wait this long before returning a session (10000)."
+            None, description="Wait before returning a session (10000)."
         )
-        max_output_tokens: int | None = Field(None, ge=1, description="Cap on returned output.")
-        tty: bool = Field(False, description="Run on a pseudo-terminal.")
-        sandbox_permissions: Literal["use_default", "require_escalated"] = Field(
-            "use_default", description="require_escalated: ask the user to run it unsandboxed."
+        max_output_tokens: int | None = Field(None, description="Output cap.")
+        tty: bool = Field(False, description="Use a pty.")
+        sandbox_permissions: Literal["use_default", "require_escalated"] | None = Field(
+            None, description="require_escalated: ask user to run unsandboxed."
         )
         justification: str | None = Field(
-            None, description="With require_escalated: a short question for the user."
+            None, description="Question for the user, with require_escalated."
         )
         command: SkipJsonSchema[str | None] = None
         shell: SkipJsonSchema[str | None] = None
@@ -361,7 +360,7 @@ class ExecCommandTool(_CommandTool):
             owner=_owner(ctx),
             sandbox_mode=mode,
         )
-        yield_secs = min(wait_ms, MAX_YIELD_MS) / 1000
+        yield_secs = max(0, min(wait_ms, MAX_YIELD_MS)) / 1000
         with session.in_use():
             try:
                 if not args.tty and args.yield_time_ms is None:
@@ -396,17 +395,17 @@ class WriteStdinTool(TypedTool):
     name = "write_stdin"
     title = "Write to a running command"
     description = (
-        "Write to a running exec_command session's stdin ('' just polls); returns output "
-        "since the last read, and the exit code once it ended."
+        "Type into an exec_command session ('' polls); returns new output, and the exit "
+        "code once ended."
     )
     tags = ("runtime", "code")
     concurrency_class = ConcurrencyClass.SAFE
 
     class Args(ToolArgs):
-        session_id: str | int = Field(description="The session_id exec_command returned.")
-        chars: str = Field("", description="Text to type ('\\n' for Enter; '' just polls).")
-        yield_time_ms: int | None = Field(None, ge=0, description="Wait for output (250).")
-        max_output_tokens: int | None = Field(None, ge=1, description="Cap on returned output.")
+        session_id: str | int = Field(description="From exec_command.")
+        chars: str = Field("", description="Text to send ('\\n' = Enter).")
+        yield_time_ms: int | None = Field(None, description="Wait for output (250).")
+        max_output_tokens: int | None = Field(None, description="Output cap.")
 
     def __init__(self, sessions: SessionManager, config: ShellConfig) -> None:
         self.sessions = sessions
@@ -426,7 +425,9 @@ class WriteStdinTool(TypedTool):
         with session.in_use():
             if args.chars and session.proc.running:
                 await session.proc.write(args.chars.encode("utf-8"))
-            text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
+            text, running, code = await session.poll(
+                max(0, min(wait_ms, MAX_YIELD_MS)) / 1000, limit
+            )
         return session_result(session, text, running, code, self.sessions, self.name)
 
     async def aclose(self) -> None:
