@@ -231,12 +231,14 @@ def _known_names(registry: ToolRegistry) -> set[str]:
 
 
 def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
-    """Warn about policy entries naming no tool; a case-only mismatch is a usage error."""
+    """Policy entries naming no tool: a ``deny`` entry (or a case-only mismatch anywhere)
+    is a configuration error, since a misspelt deny serves the tool it meant to stop
+    (``deny = ["exec_comand"]``); an unknown ``allow`` entry is a warning."""
     from .policy_names import check_policy_names
 
     problems = check_policy_names(cfg, _known_names(registry))
     for problem in problems:
-        if problem.case_only:
+        if problem.case_only or problem.is_deny:
             _usage_error(problem.message)
     for problem in problems:
         _warn(problem.message)
@@ -699,8 +701,15 @@ def policy_explain(
         else:
             shown = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
         steps.append({"policy": "visibility", "allowed": None, "detail": shown})
+    from .policy_names import same_job_warnings
+
+    warnings = same_job_warnings(
+        lambda n: registry.evaluate(n).allowed,
+        set(registry.names()) | set(registry.removed_by_policy()),
+    )
     anyio.run(registry.aclose)
     result = {
+        "warnings": warnings,
         "tool": tool,
         "allowed": allowed,
         "decided_by": None if allowed else (verdict_decision.source or "registry"),
@@ -719,6 +728,8 @@ def policy_explain(
             mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
             lines.append(f"  {step['policy']}: {mark} - {step['detail']}")
         _write_stdout("\n".join(lines) + "\n")
+    for warning in warnings:
+        _warn(warning)
     if not known:
         hint = f"; did you mean {' or '.join(repr(x) for x in suggestions)}?" if suggestions else ""
         _usage_error(f"unknown tool {tool!r}{hint} (`octos-tools tools` lists them)")

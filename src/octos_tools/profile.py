@@ -64,9 +64,15 @@ elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
-    """A policy denying every Exclusive tool of ``registry`` (the ``--read-only`` preset)."""
+    """A policy denying every Exclusive tool of ``registry``, and every tool whose spec is
+    not read-only (``write_stdin``: Safe to run alongside others, but it types into a
+    shell), the ``--read-only`` preset."""
     return ToolPolicy(
-        deny=[t.name for t in registry.tools() if t.concurrency_class is ConcurrencyClass.EXCLUSIVE]
+        deny=[
+            t.name
+            for t in registry.tools()
+            if t.concurrency_class is ConcurrencyClass.EXCLUSIVE or not t.spec().read_only
+        ]
     )
 
 

@@ -16,6 +16,7 @@ its lock is released) that ``write_stdin`` polls.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import stat
 import time
 from collections.abc import Mapping
@@ -29,7 +30,7 @@ from ...approval import require_approval
 from ...config import ShellConfig
 from ...context import ApprovalRequest, ToolContext
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool import ConcurrencyClass, JSONObject, ToolResult, ToolSpec
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
 from .capture import MIN_OUTPUT_BYTES, OutputCapture
@@ -410,6 +411,12 @@ class WriteStdinTool(TypedTool):
     def __init__(self, sessions: SessionManager, config: ShellConfig) -> None:
         self.sessions = sessions
         self.config = config
+
+    def spec(self) -> ToolSpec:
+        """Safe to run beside other calls (a poll must not wait behind a long one), but
+        not read-only: the characters it sends can be any command (``readOnlyHint`` false,
+        ``destructiveHint`` true; ``--read-only`` removes it)."""
+        return replace(super().spec(), read_only=False, destructive=True)
 
     async def run(self, args: WriteStdinTool.Args, ctx: ToolContext | None) -> ToolResult:
         raw_id = args.session_id
