@@ -16,10 +16,10 @@ its lock is released) that ``write_stdin`` polls.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import stat
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
