@@ -152,7 +152,9 @@ class OctosAgentTools:
             on_invoke_tool=invoke,
             strict_json_schema=False,
             is_enabled=enabled,
-            needs_approval=needs_approval,
+            # only tools that can ask (the command tools): the SDK also stops for approval
+            # when it cannot parse the arguments of a tool with an approval policy
+            needs_approval=needs_approval if hasattr(tool, "approval_request") else False,
         )
         return function_tool
 
