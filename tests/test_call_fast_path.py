@@ -260,11 +260,11 @@ def test_cli_call_checks_policy_names_against_every_builtin(ws: Path) -> None:
     assert ok.exit_code == 0, ok.output
     assert "warning" not in ok.stderr and "beta" in ok.stdout
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["shel"]}}))
-    warned = runner.invoke(
+    refused = runner.invoke(
         app, ["call", "read_file", '{"path":"notes.txt"}', "-w", str(ws), "-c", str(cfg)]
     )
-    assert warned.exit_code == 0
-    assert "'shel' names no known tool" in warned.stderr and "'shell'" in warned.stderr
+    assert refused.exit_code == 2  # a misspelt deny is a configuration error
+    assert "'shel' names no known tool" in refused.stderr and "'shell'" in refused.stderr
     cfg.write_text(json.dumps({"tool_policy": {"deny": ["Shell"]}}))
     case = runner.invoke(
         app, ["call", "read_file", '{"path":"notes.txt"}', "-w", str(ws), "-c", str(cfg)]

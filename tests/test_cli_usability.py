@@ -97,11 +97,18 @@ def test_policy_explain_suggests_the_nearest_name(ws: Path) -> None:
 
 def test_policy_typos_are_reported(ws: Path, tmp_path: Path) -> None:
     warn = tmp_path / "warn.toml"
-    warn.write_text('[tool_policy]\ndeny = ["shel"]\n')
+    warn.write_text('[tool_policy]\nallow = ["shel", "read_file"]\n')
     proc = run_here("tools", "-w", str(ws), "-c", str(warn))
     assert proc.returncode == 0
-    assert "warning: tool_policy.deny: 'shel'" in proc.stderr
+    assert "warning: tool_policy.allow: 'shel'" in proc.stderr
     assert "did you mean 'shell'?" in proc.stderr
+    # a misspelt deny would serve the tool: a configuration error
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[tool_policy]\ndeny = ["exec_comand"]\n')
+    proc = run_here("tools", "-w", str(ws), "-c", str(bad))
+    assert proc.returncode == 2
+    assert "error: tool_policy.deny: 'exec_comand'" in proc.stderr
+    assert "did you mean 'exec_command'?" in proc.stderr
     case = tmp_path / "case.toml"
     case.write_text('[tool_policy]\ndeny = ["Shell"]\n')
     proc = run_here("call", "shell", '{"command": "true"}', "-w", str(ws), "-c", str(case))

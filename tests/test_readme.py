@@ -24,7 +24,7 @@ def test_config_example_loads(tmp_path: Path) -> None:
     cfg_file.write_text(block("toml"), encoding="utf-8")
     cfg = load_config(cfg_file)
     assert cfg.workspace is not None and Path(cfg.workspace) == tmp_path
-    assert "exec_*" in cfg.tool_policy.deny and "files" in cfg.mcp_servers
+    assert "group:runtime" in cfg.tool_policy.deny and "files" in cfg.mcp_servers
 
 
 def test_library_example_runs(tmp_path: Path) -> None:

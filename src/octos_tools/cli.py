@@ -276,12 +276,14 @@ def _known_names(registry: ToolRegistry) -> set[str]:
 
 
 def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
-    """Warn about policy entries naming no tool; a case-only mismatch is a usage error."""
+    """Policy entries naming no tool: a ``deny`` entry (or a case-only mismatch anywhere)
+    is a configuration error, since a misspelt deny serves the tool it meant to stop
+    (``deny = ["exec_comand"]``); an unknown ``allow`` entry is a warning."""
     from .policy_names import check_policy_names
 
     problems = check_policy_names(cfg, _known_names(registry))
     for problem in problems:
-        if problem.case_only:
+        if problem.case_only or problem.is_deny:
             _usage_error(problem.message)
     for problem in problems:
         _warn(problem.message)
@@ -347,9 +349,14 @@ def call(
     mounts = contextlib.nullcontext() if builtin else _mounted(registry, cfg)
 
     async def run() -> ToolResult:
+        from .approval import terminal_approval
+        from .context import ToolContext
         from .session import ToolSession
 
-        session = ToolSession(registry, owns_registry=True)  # the one call path of hosts
+        # a person at a terminal is the approval channel; piped, nobody is asked
+        approve = terminal_approval()
+        ctx = ToolContext(approval=approve) if approve is not None else None
+        session = ToolSession(registry, ctx, owns_registry=True)  # the one call path of hosts
         try:
             async with mounts:
                 result: ToolResult = await _with_progress(
@@ -423,14 +430,19 @@ async def _with_progress(awaitable: Any, tool: str, quiet: bool) -> Any:
         result.append(await awaitable)
         tg.cancel_scope.cancel()
 
+    from .approval import prompt_open
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(runner)
         await anyio.sleep(1.0)
         started = time.monotonic()
-        with _err.status(f"running {tool}…") as status:
-            while True:
-                await anyio.sleep(0.25)
-                status.update(f"running {tool}… {time.monotonic() - started + 1:.0f}s")
+        while True:
+            while prompt_open():  # an approval prompt owns the terminal
+                await anyio.sleep(0.1)
+            with _err.status(f"running {tool}…") as status:
+                while not prompt_open():
+                    await anyio.sleep(0.25)
+                    status.update(f"running {tool}… {time.monotonic() - started + 1:.0f}s")
     return result[0]
 
 
@@ -735,8 +747,15 @@ def policy_explain(
         else:
             shown = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
         steps.append({"policy": "visibility", "allowed": None, "detail": shown})
+    from .policy_names import same_job_warnings
+
+    warnings = same_job_warnings(
+        lambda n: registry.evaluate(n).allowed,
+        set(registry.names()) | set(registry.removed_by_policy()),
+    )
     anyio.run(registry.aclose)
     result = {
+        "warnings": warnings,
         "tool": tool,
         "allowed": allowed,
         "decided_by": None if allowed else (verdict_decision.source or "registry"),
@@ -755,6 +774,8 @@ def policy_explain(
             mark = {True: "allow", False: "deny", None: "note"}[step["allowed"]]
             lines.append(f"  {step['policy']}: {mark} - {step['detail']}")
         _write_stdout("\n".join(lines) + "\n")
+    for warning in warnings:
+        _warn(warning)
     if not known:
         hint = f"; did you mean {' or '.join(repr(x) for x in suggestions)}?" if suggestions else ""
         _usage_error(f"unknown tool {tool!r}{hint} (`octos-tools tools` lists them)")
@@ -774,7 +795,11 @@ def contract(
 
     cfg = _load(config, read_only, sandbox)
     registry = _registry(cfg, workspace)
-    doc = build_contract(registry, sandbox=settings_from_config(cfg, config_path=cfg.source_path))
+    doc = build_contract(
+        registry,
+        sandbox=settings_from_config(cfg, config_path=cfg.source_path),
+        approval_policy=cfg.approval_policy,
+    )
     anyio.run(registry.aclose)
     _write_stdout(json.dumps(doc, indent=2) + "\n")
 

@@ -369,10 +369,14 @@ class Config(_Model):
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
         serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
         sandbox: how commands are confined (:class:`SandboxConfig`).
+        approval_policy: ``"on-request"`` (ask the host's approval channel when a command
+            needs a person's yes) or ``"never"`` (refuse it as ``approval_required``);
+            Codex's names, see docs/approvals.md.
     """
 
     workspace: str | None = None
     read_only: bool = False
+    approval_policy: Literal["on-request", "never"] = "on-request"
     tool_policy: PolicyConfig = Field(default_factory=PolicyConfig)
     tool_policy_by_provider: dict[str, PolicyConfig] = Field(default_factory=dict)
     provider: str | None = None

@@ -46,17 +46,49 @@ class ProgressReporter(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """What a tool asks a person to approve (the shell's ``ask`` patterns, for example).
+    """What a tool asks a person to approve (a SafePolicy ``ask`` pattern, an escalation
+    out of the sandbox, a hook's ``ask``); see docs/approvals.md.
+
+    An approval covers this exact request only: the same command again asks again.
 
     Attributes:
         tool: the tool name.
         action: the exact action, e.g. the shell command line.
         reason: why approval is needed (the matching rule).
+        kind: what asks: ``"ask_pattern"`` (SafePolicy), ``"escalation"``
+            (``sandbox_permissions = "require_escalated"``, Codex's name), ``"hook"``.
+        justification: the model's one-sentence question for the person (Codex's
+            ``justification``), or ``None``.
+        cwd: the folder the command would run in (absolute), or ``None``.
+        sandbox_mode: the sandbox mode the action runs in once approved
+            (``"danger-full-access"`` for an escalation), or ``None``: the configured one.
     """
 
     tool: str
     action: str
     reason: str
+    kind: str = "ask_pattern"
+    justification: str | None = None
+    cwd: str | None = None
+    sandbox_mode: str | None = None
+
+    def key(self) -> str:
+        """A stable id of this exact request (tool, action, folder, mode): what an answer
+        given for it is bound to (16 hex digits of SHA-256)."""
+        import hashlib
+
+        text = "\0".join((self.tool, self.action, self.cwd or "", self.sandbox_mode or ""))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def prompt(self) -> str:
+        """The question shown to a person: the justification (if any), the tool, the exact
+        action and the reason, one per line."""
+        lines = [self.justification.strip()] if self.justification else []
+        lines.append(f"{self.tool} wants to run: {self.action}")
+        if self.cwd:
+            lines.append(f"in: {self.cwd}")
+        lines.append(f"why approval is needed: {self.reason}")
+        return "\n".join(lines)
 
 
 ApprovalCallback = Callable[[ApprovalRequest], Awaitable[bool]]

@@ -64,21 +64,26 @@ elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
-    """A policy denying every Exclusive tool of ``registry`` (the ``--read-only`` preset),
-    except the command tools: they stay, and run in the ``read-only`` sandbox
-    (:func:`octos_tools.sandbox.settings_from_config`; a machine that cannot enforce it
-    answers ``sandbox_unavailable`` instead of running them)."""
+    """A policy denying every Exclusive tool of ``registry``, and every tool whose spec is
+    not read-only (``write_stdin`` types into a shell), the ``--read-only`` preset; except
+    the command tools and ``write_stdin`` when the commands run in the ``read-only``
+    sandbox (:func:`octos_tools.sandbox.settings_from_config`; a machine that cannot
+    enforce it answers ``sandbox_unavailable`` instead of running them): they stay, and
+    what ``write_stdin`` types runs in its session's sandbox."""
     from .sandbox import SandboxMode, SandboxSettings
 
     def confined(tool: object) -> bool:
         box = getattr(tool, "sandbox", None)
         return isinstance(box, SandboxSettings) and box.mode is SandboxMode.READ_ONLY
 
+    commands_confined = any(confined(t) for t in registry.tools())
     return ToolPolicy(
         deny=[
             t.name
             for t in registry.tools()
-            if t.concurrency_class is ConcurrencyClass.EXCLUSIVE and not confined(t)
+            if (t.concurrency_class is ConcurrencyClass.EXCLUSIVE or not t.spec().read_only)
+            and not confined(t)
+            and not (t.name == "write_stdin" and commands_confined)
         ]
     )
 

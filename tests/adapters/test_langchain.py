@@ -183,3 +183,31 @@ async def test_for_sub_agent_tools_keep_the_allow_list_and_drop_sub_agent_tools(
     await child.aclose()
     await octos.aclose()
     await registry.aclose()
+
+
+async def test_human_in_the_loop_request_and_decisions(
+    session: ToolSession, workspace: Path
+) -> None:
+    """approval_requests gives the human-in-the-loop interrupt's payload; a reject
+    decision runs nothing (approval_denied), an approve decision runs that call; no
+    decision and no channel: approval_required."""
+    octos = OctosLangChainTools(session)
+    (workspace / "build").mkdir()
+    call = {"name": "exec_command", "args": {"cmd": "rm -Rf build; echo gone"}, "id": "c1"}
+    message = AIMessage(content="", tool_calls=[call])
+    safe = AIMessage(content="", tool_calls=[{**call, "args": {"cmd": "echo hi"}}])
+    assert octos.approval_requests(safe) is None
+    request = octos.approval_requests(message)
+    assert request is not None
+    [action] = request["action_requests"]
+    assert action["name"] == "exec_command" and "rm -Rf build" in action["description"]
+    assert request["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+
+    [none] = await octos.arun_tool_calls(message)
+    assert none.status == "error" and "approval_required" in str(none.content)
+    [no] = await octos.arun_tool_calls(message, [{"type": "reject", "message": "keep it"}])
+    assert no.status == "error" and "approval_denied" in str(no.content)
+    assert (workspace / "build").exists()
+    [yes] = await octos.arun_tool_calls(message, [{"type": "approve"}])
+    assert yes.status != "error" and "gone" in str(yes.content)
+    assert not (workspace / "build").exists()

@@ -242,3 +242,46 @@ async def test_agents_as_tools_run_a_sub_agent_over_for_sub_agent(tmp_path: Path
     await reader_tools.aclose()
     await octos.aclose()
     await registry.aclose()
+
+
+async def test_a_risky_command_interrupts_the_run_for_approval(
+    session: ToolSession, workspace: Path
+) -> None:
+    """needs_approval: the run stops with an interruption; rejecting runs nothing,
+    approving runs that exact call."""
+    from agents import Agent, Runner
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from octos_tools.adapters.openai_agents import OctosAgentTools
+
+    command = "rm --recursive --force build && echo gone"
+    for approve in (False, True):
+        (workspace / "build").mkdir(exist_ok=True)
+        octos = OctosAgentTools(session)
+        outputs: dict[str, str] = {}
+
+        def respond(call: ModelCall, outputs: dict[str, str] = outputs) -> Any:
+            outputs.update(_tool_outputs(call.input))
+            return [assistant_message("done")]
+
+        model = ScriptedModel(
+            [
+                ModelStep.respond(
+                    lambda _c: [function_call("exec_command", {"cmd": command}, call_id="c1")]
+                ),
+                ModelStep.respond(respond),
+            ]
+        )
+        agent = Agent(name="coder", model=model, tools=octos.tools)
+        config = octos.run_config(tracing_disabled=True)
+        first = await Runner.run(agent, "clean", run_config=config)
+        assert [i.tool_name for i in first.interruptions] == ["exec_command"]
+        assert (workspace / "build").exists()
+        state = first.to_state()
+        for item in first.interruptions:
+            (state.approve if approve else state.reject)(item)
+        final = await Runner.run(agent, state, run_config=config)
+        assert final.final_output == "done"
+        assert (workspace / "build").exists() is not approve
+        if approve:
+            assert any("gone" in text for text in outputs.values()), outputs

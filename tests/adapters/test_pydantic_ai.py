@@ -248,3 +248,41 @@ async def test_agent_delegation_runs_a_delegate_over_the_sub_agent_toolset(
     await reader_toolset.aclose()
     await octos.aclose()
     await registry.aclose()
+
+
+async def test_a_risky_command_is_deferred_for_approval_then_runs_once_approved(
+    session: ToolSession, workspace: Path
+) -> None:
+    """pydantic-ai's human-in-the-loop: ApprovalRequired ends the run with
+    DeferredToolRequests; a denial runs nothing, an approval runs that call."""
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+
+    (workspace / "build").mkdir()
+    command = "rm -r -f build && echo gone"
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            call = ToolCallPart("exec_command", {"cmd": command}, tool_call_id="c1")
+            return ModelResponse(parts=[call])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(
+        FunctionModel(model),
+        toolsets=[OctosToolset(session)],
+        output_type=[str, DeferredToolRequests],  # type: ignore[arg-type]
+    )
+    first = await agent.run("clean")
+    assert isinstance(first.output, DeferredToolRequests)
+    assert [c.tool_call_id for c in first.output.approvals] == ["c1"]
+    asked = first.output.metadata["c1"]["octos_approval"]
+    assert asked["action"] == command and "rm -rf" in asked["reason"]
+    assert (workspace / "build").exists()
+
+    no = DeferredToolResults(approvals={"c1": ToolDenied("not now")})
+    await agent.run(message_history=first.all_messages(), deferred_tool_results=no)
+    assert (workspace / "build").exists()
+
+    yes = DeferredToolResults(approvals={"c1": True})
+    done = await agent.run(message_history=first.all_messages(), deferred_tool_results=yes)
+    assert not (workspace / "build").exists()
+    assert any("gone" in a[2] for a in _returned(done.all_messages()))

@@ -344,3 +344,36 @@ async def test_a_failing_hook_ends_the_run(server: FakeModelServer, workspace: P
         await _run(dialect, server, registry, "hi", on_event=hook)
     assert server.requests == []
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_approve_callback_decides_a_risky_command(
+    dialect: Dialect, server: FakeModelServer, workspace: Path
+) -> None:
+    """The agent loop's approval channel is its ``approve=`` callback: asked with the exact
+    command; no leaves the folder, yes removes it."""
+    from octos_tools.context import ApprovalRequest
+
+    registry = build_registry(workspace=workspace)
+    asked: list[ApprovalRequest] = []
+    for answer in (False, True):
+        (workspace / "build").mkdir(exist_ok=True)
+
+        async def approve(request: ApprovalRequest, answer: bool = answer) -> bool:
+            asked.append(request)
+            return answer
+
+        server.script(
+            dialect.calls_reply([("call_1", "exec_command", {"cmd": "rm -fr build"})]),
+            dialect.text_reply("ok"),
+        )
+        result = await _run(dialect, server, registry, "clean up", approve=approve)
+        [record] = result.tool_results
+        if answer:
+            assert record.result.success and not (workspace / "build").exists()
+        else:
+            assert record.result.error_kind == "approval_denied"
+            assert (workspace / "build").exists()
+    assert [r.action for r in asked] == ["rm -fr build", "rm -fr build"]
+    assert all(r.reason == "it matches the safety rule 'rm -rf'" for r in asked)
+    await registry.aclose()

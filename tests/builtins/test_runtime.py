@@ -290,8 +290,10 @@ async def test_safe_policy_deny_and_ask(ws: Workspace, cfg: ShellConfig) -> None
     tool = ShellTool(ws, cfg)
     denied = await call(tool, {"command": "rm -rf /"})
     assert denied.error_kind is ErrorKind.POLICY_DENIED
-    asked = await call(tool, {"command": "echo sudo"})
+    risky = "git reset --hard 2>/dev/null; echo ran"  # not a repository: harmless here
+    asked = await call(tool, {"command": risky})
     assert asked.error_kind is ErrorKind.APPROVAL_REQUIRED
+    assert (await call(tool, {"command": "echo sudo"})).success  # words, not text
     seen: list[ApprovalRequest] = []
 
     async def approve(req: ApprovalRequest) -> bool:
@@ -301,13 +303,14 @@ async def test_safe_policy_deny_and_ask(ws: Workspace, cfg: ShellConfig) -> None
     async def refuse(req: ApprovalRequest) -> bool:
         return False
 
-    ran = await call(tool, {"command": "echo sudo"}, ToolContext(approval=approve))
-    assert ran.success and "sudo" in ran.output
-    assert seen[0].tool == "shell" and seen[0].action == "echo sudo"
-    no = await call(tool, {"command": "echo sudo"}, ToolContext(approval=refuse))
-    assert no.error_kind is ErrorKind.POLICY_DENIED
+    ran = await call(tool, {"command": risky}, ToolContext(approval=approve))
+    assert ran.success and "ran" in ran.output
+    assert seen[0].tool == "shell" and seen[0].action == risky
+    assert seen[0].kind == "ask_pattern" and "git reset --hard" in seen[0].reason
+    no = await call(tool, {"command": risky}, ToolContext(approval=refuse))
+    assert no.error_kind is ErrorKind.APPROVAL_DENIED
     off = ShellTool(ws, cfg.model_copy(update={"safe_policy": False}))
-    assert (await call(off, {"command": "echo sudo"})).success
+    assert (await call(off, {"command": risky})).success
 
 
 @pytest.mark.anyio
@@ -506,3 +509,82 @@ async def test_exit_codes_through_the_registry_are_answers_not_failures(tmp_path
     missing = await registry.execute("exec_command", {"cmd": "ls", "workdir": "nope"})
     assert missing.error_kind is ErrorKind.NOT_FOUND
     await registry.aclose()
+
+
+@pytest.mark.parametrize(
+    ("command", "verdict", "rule"),
+    [
+        ("rm -rf build", "ask", "rm -rf"),
+        ("rm -r -f build", "ask", "rm -rf"),
+        ("rm -fr build", "ask", "rm -rf"),
+        ("rm -Rf build", "ask", "rm -rf"),
+        ("rm --recursive --force build", "ask", "rm -rf"),
+        ("/bin/rm -r -f build", "ask", "rm -rf"),
+        ("sudo rm -rf /", "deny", "rm -rf /"),
+        ("env FOO=1 rm -r -f /", "deny", "rm -rf /"),
+        ("command rm -fr //", "deny", "rm -rf /"),
+        ("timeout 5 rm -rf x", "ask", "rm -rf"),
+        ("bash -c 'rm -r -f build'", "ask", "rm -rf"),
+        ('sh -lc "git push --force"', "ask", "git push --force"),
+        ("ls; rm -rf /", "deny", "rm -rf /"),
+        ("make && rm -r -f /*", "deny", "rm -rf /"),
+        ("echo hi | sudo tee /etc/x", "ask", "sudo"),
+        ("r''m -rf /", "deny", "rm -rf /"),
+        ("git -C sub push -fu origin main", "ask", "git push --force"),
+        ("git push origin +main", "ask", "git push --force"),
+        ("git reset --hard HEAD~1", "ask", "git reset --hard"),
+        ("mkfs.ext4 /dev/sdz", "deny", "mkfs"),
+        ("chmod -R 777 /", "deny", "chmod -R 777 /"),
+        (":(){ :|:& };:", "deny", ":(){:|:&};:"),
+        ("echo 'rm -rf /'", "allow", None),
+        ("rm -r build", "allow", None),
+        ("git push origin main", "allow", None),
+        ("grep -rf patterns.txt .", "allow", None),
+        ("ls 'unbalanced", "allow", None),
+    ],
+)
+def test_safe_policy_matches_the_parsed_command(
+    command: str, verdict: str, rule: str | None
+) -> None:
+    assert check_command(command) == (verdict, rule)
+
+
+@pytest.mark.anyio
+async def test_a_command_running_past_the_default_yield_becomes_a_session(
+    ws: Workspace, cfg: ShellConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's unified exec: after the default yield (10 s; shortened here) the call
+    returns the output so far and a session_id, and write_stdin reads the end."""
+    from octos_tools.builtins.runtime import tools as tools_module
+
+    monkeypatch.setattr(tools_module, "EXEC_DEFAULT_YIELD_MS", 300)
+    sessions = SessionManager()
+    exec_tool = ExecCommandTool(ws, cfg, sessions)
+    first = await call(exec_tool, {"cmd": "echo started; sleep 2; echo finished"})
+    assert first.success and first.structured_metadata is not None
+    assert first.structured_metadata["running"] is True
+    session_id = first.structured_metadata["session_id"]
+    assert "started" in first.output and "finished" not in first.output
+    assert sessions.ids() == [session_id]
+    poll = WriteStdinTool(sessions, cfg)
+    rest = await call(poll, {"session_id": session_id, "yield_time_ms": 20_000})
+    assert rest.success and "finished" in rest.output and "exited with code 0" in rest.output
+    assert sessions.ids() == []
+    quick = await call(exec_tool, {"cmd": "echo quick"})  # ends within the yield: as before
+    assert quick.output.startswith("Exit code: 0") and "quick" in quick.output
+    await sessions.aclose()
+
+
+def test_write_stdin_is_not_read_only_and_follows_the_commands_sandbox(tmp_path: Path) -> None:
+    """write_stdin is never advertised read-only; --read-only keeps it only beside command
+    tools that run in the read-only sandbox (what it types runs in its session's sandbox),
+    and removes it where commands are removed."""
+    from octos_tools.profile import build_registry
+
+    spec = WriteStdinTool(SessionManager(), ShellConfig()).spec()
+    assert spec.read_only is False and spec.destructive is True
+    registry = build_registry(Config(read_only=True), tmp_path)
+    assert "read_file" in registry
+    removed = registry.removed_by_policy()
+    assert "write_file" in removed
+    assert ("write_stdin" in removed) == ("exec_command" in removed)

@@ -204,3 +204,54 @@ async def test_commands_do_not_see_secret_variables(
     assert "OCTOS_PLAIN=visible" in r.output and "PAGER=cat" in r.output
     for gone in ("STRIPE_SK", "KUBECONFIG", "INNOCENT"):
         assert f"{gone}=" not in r.output
+
+
+def _env_dumper(tmp_path: Path, real: str, name: str) -> tuple[Path, Path]:
+    """A program named ``name`` that writes its environment to a file, then runs ``real``
+    with its arguments (so the tool still works)."""
+    folder = tmp_path / f"fake-{name}"
+    folder.mkdir()
+    dump = tmp_path / f"{name}.env"
+    script = folder / name
+    script.write_text(f'#!/bin/sh\nenv > "{dump}"\nexec "{real}" "$@"\n')
+    script.chmod(0o755)
+    return script, dump
+
+
+@pytest.mark.anyio
+async def test_rg_and_git_children_get_the_scrubbed_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg and git are real processes printing their environment: the server's API key and
+    MCP bearer token never reach them (one helper, command_env, builds every child's)."""
+    from octos_tools.builtins import git as git_module
+    from octos_tools.builtins.search import _grep_tool, find_rg
+    from octos_tools.builtins.search._grep_tool import GrepTool
+
+    real_rg, real_git = find_rg(), shutil.which("git")
+    if real_rg is None or real_git is None:
+        pytest.skip("needs rg and git")
+    key = "sk-proj-" + uuid.uuid4().hex + "AbC"
+    token = uuid.uuid4().hex + "XyZ9" + uuid.uuid4().hex
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("OCTOS_TOOLS_MCP_TOKEN", token)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("needle\n")
+    subprocess.run([real_git, "init", "-q"], cwd=ws, check=True)
+
+    fake_rg, rg_dump = _env_dumper(tmp_path, real_rg, "rg")
+    monkeypatch.setattr(_grep_tool, "find_rg", lambda: str(fake_rg))
+    found = await call(GrepTool(Workspace(ws)), {"pattern": "needle"})
+    assert found.success and "a.txt" in found.output, found.output
+
+    fake_git, git_dump = _env_dumper(tmp_path, real_git, "git")
+    monkeypatch.setattr(git_module.shutil, "which", lambda _name: str(fake_git))
+    status = await call(git_module.GitTool(Workspace(ws)), {"command": "status"})
+    assert status.success, status.output
+
+    for dump in (rg_dump, git_dump):
+        seen = dump.read_text()
+        assert "PATH=" in seen  # the program really ran and wrote its environment
+        assert key not in seen and "OPENAI_API_KEY" not in seen
+        assert token not in seen and "OCTOS_TOOLS_MCP_TOKEN" not in seen

@@ -13,23 +13,26 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind
 from ..tool import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
+    from ..context import ApprovalRequest, ToolContext
     from ..registry import ToolRegistry
     from ..session import ToolSession
 
 __all__ = [
     "RETRY_KINDS",
     "activate",
+    "approved_ctx",
     "as_session",
     "deferred_names",
     "failure_text",
     "import_extra",
     "listed_specs",
+    "pending_approval",
 ]
 
 RETRY_KINDS: frozenset[ErrorKind] = frozenset(
@@ -121,3 +124,24 @@ def failure_text(result: ToolResult) -> str:
         head = f"Error [{kind.value}]: {message}".rstrip(": ")
         text = f"{head}\n{text}" if text and text != message else head
     return text or "Error: the tool call failed"
+
+
+def approved_ctx(session: ToolSession, requests: Iterable[ApprovalRequest]) -> ToolContext:
+    """The session's context with an approval channel that says yes to exactly
+    ``requests`` (approved through the framework's own mechanism) and asks the session's
+    own channel, if any, about anything else (docs/approvals.md)."""
+    from dataclasses import replace
+
+    from ..approval import approving
+
+    return replace(session.ctx, approval=approving(requests, session.ctx.approval))
+
+
+def pending_approval(session: ToolSession, name: str, arguments: Any) -> ApprovalRequest | None:
+    """What a call would ask a person to approve before it runs, when the framework must
+    ask (the session has no approval channel of its own); else ``None``."""
+    from ..approval import approval_for_call
+
+    if session.ctx.approval is not None or not isinstance(arguments, dict):
+        return None
+    return approval_for_call(session.get(name), arguments, session.ctx)

@@ -29,6 +29,10 @@
   :meth:`OctosLangChainTools.get` accept *any* name, so a deferred tool called by name runs
   (the session activates it, as under MCP) and is listed from the next request on; an unknown
   or policy-hidden name gets our ``unknown_tool`` / ``policy_denied`` text.
+* **Approvals** (docs/approvals.md): :meth:`OctosLangChainTools.approval_requests` gives the
+  calls that need a person's yes in the shape of LangChain's human-in-the-loop interrupt
+  (``HumanInTheLoopMiddleware``, which needs LangGraph); the decisions go back into
+  :meth:`OctosLangChainTools.arun_tool_calls`, and each approves that exact call only.
 * Arguments the chat model could not parse (``AIMessage.invalid_tool_calls``) are passed to
   the session as the raw string, so the model sees our ``invalid_json`` message.
 """
@@ -36,15 +40,24 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import as_session, failure_text, import_extra, listed_specs, sub_agent_session
+from ._session import (
+    approved_ctx,
+    as_session,
+    failure_text,
+    import_extra,
+    listed_specs,
+    pending_approval,
+    sub_agent_session,
+)
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.runnables import RunnableConfig
 
+    from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
     from ..tool import ToolResult, ToolSpec
@@ -58,6 +71,9 @@ from pydantic import ConfigDict  # noqa: E402
 
 _TOOL_CALL_ID: contextvars.ContextVar[str] = contextvars.ContextVar(
     "octos_langchain_tool_call_id", default=""
+)
+_APPROVED: contextvars.ContextVar[tuple[ApprovalRequest, ...]] = contextvars.ContextVar(
+    "octos_langchain_approved", default=()
 )
 
 
@@ -86,7 +102,11 @@ class OctosTool(BaseTool):
             _TOOL_CALL_ID.reset(token)
 
     async def _arun(self, **kwargs: Any) -> tuple[str | list[Any], ToolResult]:
-        result = await self.session.call(self.name, kwargs, tool_call_id=_TOOL_CALL_ID.get())
+        approved = _APPROVED.get()
+        ctx = approved_ctx(self.session, approved) if approved else None
+        result = await self.session.call(
+            self.name, kwargs, tool_call_id=_TOOL_CALL_ID.get(), ctx=ctx
+        )
         return _content(result), result
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
@@ -195,16 +215,78 @@ class OctosLangChainTools:
             self._cache[key] = tool
         return tool
 
-    async def arun_tool_calls(self, message: AIMessage) -> list[ToolMessage]:
+    def approval_requests(self, message: AIMessage) -> dict[str, Any] | None:
+        """The calls of ``message`` that need a person's yes, as the payload of LangChain's
+        human-in-the-loop interrupt (``HumanInTheLoopMiddleware``'s ``HITLRequest``:
+        ``{"action_requests": [{"name", "args", "description"}], "review_configs":
+        [{"action_name", "allowed_decisions": ["approve", "reject"]}]}``), or ``None``.
+
+        With LangGraph: ``decisions = interrupt(request)["decisions"]``, then
+        :meth:`arun_tool_calls` with those ``decisions`` (one per action request, in order).
+        """
+        actions: list[dict[str, Any]] = []
+        for call in message.tool_calls:
+            request = pending_approval(self.session, call["name"], call.get("args"))
+            if request is not None:
+                actions.append(
+                    {
+                        "name": call["name"],
+                        "args": call.get("args"),
+                        "description": request.prompt(),
+                    }
+                )
+        if not actions:
+            return None
+        reviews = [
+            {"action_name": a["name"], "allowed_decisions": ["approve", "reject"]} for a in actions
+        ]
+        return {"action_requests": actions, "review_configs": reviews}
+
+    async def arun_tool_calls(
+        self, message: AIMessage, decisions: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[ToolMessage]:
         """Run every tool call of ``message`` (parsed and unparsable ones) through the
         session and return one ``ToolMessage`` per call, in order (parsed calls first).
 
         Calls run one after another: the session serialises Exclusive tools anyway, and
         the order stays the model's.
+
+        Args:
+            message: the model's message.
+            decisions: the person's answers to :meth:`approval_requests`, in its order
+                (``{"type": "approve"}`` or ``{"type": "reject", "message": ...}``, the
+                human-in-the-loop middleware's decisions). A call needing approval with no
+                decision asks the session's own channel, else answers
+                ``approval_required``; a rejected one answers ``approval_denied``; neither
+                runs anything.
         """
+        from langchain_core.messages import ToolMessage
+
+        answers = list(decisions or [])
         out: list[ToolMessage] = []
         for call in message.tool_calls:
-            out.append(await self.get(call["name"]).ainvoke({**call, "type": "tool_call"}))
+            request = pending_approval(self.session, call["name"], call.get("args"))
+            approved: tuple[ApprovalRequest, ...] = ()
+            if request is not None and answers:
+                decision = answers.pop(0)
+                if decision.get("type") != "approve":
+                    note = str(decision.get("message") or "the user did not approve this")
+                    text = f"Error [approval_denied]: {note}; do not retry it as it is"
+                    out.append(
+                        ToolMessage(
+                            content=text,
+                            tool_call_id=call.get("id") or "",
+                            name=call["name"],
+                            status="error",
+                        )
+                    )
+                    continue
+                approved = (request,)
+            token = _APPROVED.set(approved)
+            try:
+                out.append(await self.get(call["name"]).ainvoke({**call, "type": "tool_call"}))
+            finally:
+                _APPROVED.reset(token)
         out.extend(await self._invalid(message.invalid_tool_calls))
         return out
 

@@ -50,11 +50,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ErrorKind, ToolError
 from ._session import (
     activate,
+    approved_ctx,
     as_session,
     deferred_names,
     failure_text,
     import_extra,
     listed_specs,
+    pending_approval,
     sub_agent_session,
 )
 
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from agents.tool_context import ToolContext as AgentsToolContext
 
     from ..builtins.runtime import RunningCommand
+    from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
     from ..tool import ToolResult, ToolSpec
@@ -92,6 +95,7 @@ class OctosAgentTools:
         self.session = as_session(source)
         self._owns_session = self.session is not source
         self._tick_due = True
+        self._asked: dict[str, ApprovalRequest] = {}
         self.tools: list[FunctionTool] = [self._function_tool(name) for name in self._names()]
 
     async def aclose(self) -> None:
@@ -132,8 +136,20 @@ class OctosAgentTools:
 
         async def invoke(ctx: AgentsToolContext[Any], raw_arguments: str) -> Any:
             self._tick_due = True
-            result = await self.session.call(name, raw_arguments, tool_call_id=ctx.tool_call_id)
+            # the SDK invokes a call that needed approval only once it was approved
+            asked = self._asked.pop(ctx.tool_call_id, None)
+            call_ctx = approved_ctx(self.session, [asked]) if asked is not None else None
+            result = await self.session.call(
+                name, raw_arguments, tool_call_id=ctx.tool_call_id, ctx=call_ctx
+            )
             return _output(result)
+
+        async def needs_approval(run_ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+            request = pending_approval(self.session, name, params)
+            if request is None:
+                return False
+            self._asked[call_id] = request
+            return True
 
         def enabled(run_context: Any, agent: Any) -> bool:
             listed = self.visible_specs().get(name)
@@ -150,6 +166,9 @@ class OctosAgentTools:
             on_invoke_tool=invoke,
             strict_json_schema=False,
             is_enabled=enabled,
+            # only tools that can ask (the command tools): the SDK also stops for approval
+            # when it cannot parse the arguments of a tool with an approval policy
+            needs_approval=needs_approval if hasattr(tool, "approval_request") else False,
         )
         return function_tool
 
@@ -414,7 +433,7 @@ class ShellExecutor:
                 )
             if not await self.approve(command):
                 return (
-                    f"Error [{ErrorKind.POLICY_DENIED.value}]: the user did not approve this "
+                    f"Error [{ErrorKind.APPROVAL_DENIED.value}]: the user did not approve this "
                     "command"
                 )
         return None

@@ -32,6 +32,12 @@ What the toolset guarantees (pydantic-ai's toolset API: ``pydantic_ai.toolsets.A
   :meth:`ToolSession.call` would) and lists it, so the model's next attempt succeeds. The
   direct call therefore costs one extra model turn. pydantic-ai's own ``defer_loading`` /
   tool-search machinery is not used: deferral stays ours, in the session.
+* **Approvals.** A call that needs a person's yes (a SafePolicy ask rule, an
+  escalation; docs/approvals.md) raises pydantic-ai's ``ApprovalRequired`` (unless the
+  session's context has an approval channel of its own): the run ends with
+  ``DeferredToolRequests`` (``output_type=[str, DeferredToolRequests]``), the prompt in
+  ``metadata[call_id]["octos_approval"]``; the host resumes with
+  ``DeferredToolResults(approvals={call_id: True | ToolDenied()})`` and that exact call runs.
 * Exclusive tools are marked ``sequential=True`` so pydantic-ai runs them alone; the
   session's own concurrency rule applies too.
 """
@@ -47,11 +53,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._session import (
     RETRY_KINDS,
     activate,
+    approved_ctx,
     as_session,
     deferred_names,
     failure_text,
     import_extra,
     listed_specs,
+    pending_approval,
     sub_agent_session,
 )
 
@@ -59,6 +67,7 @@ if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.toolsets import ToolsetTool
 
+    from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
     from ..tool import ToolResult
@@ -249,7 +258,17 @@ class OctosToolset(AbstractToolset[Any]):
         arguments: str | Mapping[str, Any] = tool_args
         if set(tool_args) == {RAW_ARGUMENTS_KEY}:
             arguments = str(tool_args[RAW_ARGUMENTS_KEY])
-        result = await self.session.call(name, arguments, tool_call_id=ctx.tool_call_id or "")
+        call_ctx = None
+        request = pending_approval(self.session, name, arguments)
+        if request is not None:
+            if not ctx.tool_call_approved:
+                from pydantic_ai.exceptions import ApprovalRequired
+
+                raise ApprovalRequired(metadata=_approval_metadata(request))
+            call_ctx = approved_ctx(self.session, [request])  # the host approved this call
+        result = await self.session.call(
+            name, arguments, tool_call_id=ctx.tool_call_id or "", ctx=call_ctx
+        )
         if not result.success:
             if result.error_kind in RETRY_KINDS:
                 raise ModelRetry(failure_text(result))
@@ -259,6 +278,21 @@ class OctosToolset(AbstractToolset[Any]):
                 raise ToolFailed(failure_text(result))
             return failure_text(result)
         return _return_value(result)
+
+
+def _approval_metadata(request: ApprovalRequest) -> dict[str, Any]:
+    """What ``DeferredToolRequests.metadata[call_id]`` carries for the host's prompt."""
+    return {
+        "octos_approval": {
+            "tool": request.tool,
+            "action": request.action,
+            "reason": request.reason,
+            "kind": request.kind,
+            "justification": request.justification,
+            "cwd": request.cwd,
+            "prompt": request.prompt(),
+        }
+    }
 
 
 def _return_value(result: ToolResult) -> Any:

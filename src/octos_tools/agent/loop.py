@@ -29,7 +29,7 @@ from enum import Enum
 from typing import Literal
 
 from ..builtins.agents import spawn_delegate_of
-from ..context import ToolContext
+from ..context import ApprovalCallback, ToolContext
 from ..execution import ToolCall
 from ..registry import ToolRegistry
 from ..session import ToolSession
@@ -168,6 +168,9 @@ class Agent:
             (workspace, session key, approval callback, ...); default: one built from the
             registry.
         on_event: an :data:`EventHook` called for every :class:`AgentEvent`.
+        approve: the approval channel (``await approve(ApprovalRequest) -> bool``), asked
+            before a command that needs a person's yes (docs/approvals.md); it replaces
+            ``ctx.approval``. Without one such commands answer ``approval_required``.
         sub_agents: give the sub-agent tools a
             :class:`~octos_tools.agent.spawn.NativeSpawnDelegate` (default). Nothing is
             added when the registry has no ``spawn_agent``, when a host bound its own
@@ -205,12 +208,15 @@ class Agent:
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         ctx: ToolContext | None = None,
         on_event: EventHook | None = None,
+        approve: ApprovalCallback | None = None,
         sub_agents: bool = True,
         max_depth: int = DEFAULT_MAX_DEPTH,
         sub_agent_timeout: float | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
+        if approve is not None:
+            ctx = replace(ctx or ToolContext(), approval=approve)
         self.registry = registry
         self.provider = provider
         self.system = system

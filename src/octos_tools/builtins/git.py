@@ -32,10 +32,13 @@ tokens; the metadata holds everything, the diff included); ``blame`` → lines
 Safety. The model can write files, including ``.git/config``, so git must not run anything a
 repository's configuration names:
 
-* ``GIT_CONFIG_NOSYSTEM=1`` and ``GIT_CONFIG_GLOBAL=/dev/null`` (only the repository's own
+* the environment of every command (no API key or token of the server), and
+  ``GIT_CONFIG_NOSYSTEM=1`` and ``GIT_CONFIG_GLOBAL=/dev/null`` (only the repository's own
   config is read), every inherited ``GIT_*`` variable dropped, ``GIT_OPTIONAL_LOCKS=0`` (no
   index refresh written by ``status``), ``GIT_TERMINAL_PROMPT=0``, ``LC_ALL=C``.
 * Forced settings through ``GIT_CONFIG_COUNT``: ``core.fsmonitor=false`` (a hook command),
+  ``core.hooksPath=/dev/null`` (no hook), ``core.sshCommand=false``, ``core.gitProxy=``,
+  ``core.askPass=``, ``credential.helper=``, ``gpg.program=false``, ``core.editor=true``,
   ``core.pager=cat``, ``log.showSignature=false`` (runs gpg), ``mailmap.file=`` (would
   read any file), ``color.ui=never``; and for every ``filter.<driver>.clean|smudge|process`` and
   ``diff.<driver>.textconv|command`` the repository defines, an empty value, so no filter or
@@ -86,6 +89,7 @@ from ..errors import ErrorKind, ToolError
 from ..tool import ConcurrencyClass, JSONObject, ToolResult
 from ..typed import ToolArgs
 from ._base import WorkspaceTool
+from .runtime.environment import command_env
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -114,6 +118,16 @@ _FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     ("mailmap.file", ""),
     ("color.ui", "never"),
     ("diff.external", ""),
+    ("core.hooksPath", os.devnull),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.askPass", ""),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("credential.helper", ""),
+    ("gpg.program", "false"),
+    ("uploadpack.packObjectsHook", ""),
+    ("submodule.recurse", "false"),
     ("diff.ignoreSubmodules", "all"),
     ("status.showUntrackedFiles", "normal"),
 )
@@ -143,9 +157,11 @@ def validate_revision(revision: str) -> str:
 
 
 def git_environment(extra_config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
-    """The environment git runs with: inherited ``GIT_*`` removed, system and global
-    config ignored, the forced settings (module docstring) plus ``extra_config`` applied."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """The environment git runs with: every command's scrubbed environment
+    (:func:`~octos_tools.builtins.runtime.environment.command_env`: no secrets of the
+    server), inherited ``GIT_*`` removed, system and global config ignored, the forced
+    settings (module docstring) plus ``extra_config`` applied."""
+    env = {k: v for k, v in command_env().items() if not k.startswith("GIT_")}
     env.update(
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,

@@ -9,6 +9,8 @@ the tool list at import time. The jobs live in small modules:
 * :mod:`~octos_tools.mcp.results`: ``ToolResult`` → ``CallToolResult`` (text and media in
   ``content``, our metadata in ``_meta``, ``isError`` only for failed calls);
 * :mod:`~octos_tools.mcp.elicitation`: ``request_user_input`` through MCP elicitation;
+* :mod:`~octos_tools.mcp.approval`: the approval channel (elicitation, or the 2026-07-28
+  input-required round trip);
 * :mod:`~octos_tools.mcp.stdio` and :mod:`~octos_tools.mcp.http` (with
   :mod:`~octos_tools.mcp.auth`): the transports.
 
@@ -42,6 +44,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
+from .approval import InputRequiredApproval, approval_via_elicitation
 from .auth import LOOPBACK_HOSTS, is_loopback, transport_security
 from .elicitation import supports_elicitation, user_input_via_elicitation
 from .http import HttpOptions, bind_socket, serve_http_app
@@ -241,7 +244,7 @@ class OctosMcpServer:
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         session, throwaway = self._session_for(ctx)
         # for_call: a field-by-field copy, a tenth of dataclasses.replace on every call
         call_ctx = session.tools.ctx.for_call(
@@ -253,6 +256,7 @@ class OctosMcpServer:
             if session.elicitation
             else None
         )
+        round_trip = self._approval_channel(ctx, params, session, call_ctx)
         args = params.arguments if params.arguments is not None else {}
         self._calls_running += 1
         try:
@@ -261,10 +265,37 @@ class OctosMcpServer:
             self._calls_running -= 1
             if throwaway:
                 await self.sessions.close(session)
+        if round_trip is not None and round_trip.pending is not None:
+            return round_trip.input_required()  # nothing ran: the retry asks again
         structured = None
         if result.success and output_schema_of(self.registry.get(params.name)) is not None:
             structured = result.structured_metadata or {}
         return result_to_mcp(result, structured=structured)
+
+    def _approval_channel(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.CallToolRequestParams,
+        session: McpSession,
+        call_ctx: ToolContext,
+    ) -> InputRequiredApproval | None:
+        """Attach the approval channel of this call (mcp/approval.py), unless the host's
+        base context brought its own: elicitation mid-call for a 2025 client that declared
+        it, the input-required round trip for a 2026-07-28 client that declared it, none
+        otherwise. Returns the round trip's channel (its ``pending`` read after the call)."""
+        if call_ctx.approval is not None:
+            return None
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if not supports_elicitation(ctx.session.client_capabilities):
+                return None
+            channel = InputRequiredApproval(params.input_responses)
+            call_ctx.approval = channel
+            return channel
+        if session.elicitation:
+            call_ctx.approval = approval_via_elicitation(
+                ctx.session, ctx.request_id, gone=self._gone
+            )
+        return None
 
     # ------------------------------------------------------------------ list_changed
 

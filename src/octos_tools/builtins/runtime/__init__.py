@@ -2,7 +2,9 @@
 
 Each rule lives in the module named for it:
 
-* :mod:`.safe_policy`: the SafePolicy deny/ask patterns checked before a command runs;
+* :mod:`.safe_policy`: the SafePolicy deny/ask rules, matched on the parsed command;
+* :mod:`.escalation`: the sandbox mode a command runs in (an approved escalation:
+  ``danger-full-access``);
 * :mod:`.environment`: what a command's environment holds (secrets scrubbed by name and by
   value, injection variables removed, pagers and prompts turned off) and how the host's own
   environment is kept out of ``/proc/<pid>/environ``;
@@ -88,7 +90,8 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
 
     box = settings_from_config(config, config_path=config.source_path)
     sessions = SessionManager(config.shell.max_sessions)
-    registry.register(ShellTool(workspace, config.shell, sessions, box))
-    registry.register(ExecCommandTool(workspace, config.shell, sessions, box))
-    registry.register(BashTool(workspace, config.shell, sessions, box))
+    policy = config.approval_policy
+    registry.register(ShellTool(workspace, config.shell, sessions, box, policy))
+    registry.register(ExecCommandTool(workspace, config.shell, sessions, box, policy))
+    registry.register(BashTool(workspace, config.shell, sessions, box, policy))
     registry.register(WriteStdinTool(sessions, config.shell))

@@ -1,8 +1,9 @@
 """``exec_command`` sessions (Codex ``exec_command`` / ``write_stdin``, unified exec).
 
-With ``tty`` or ``yield_time_ms`` a command keeps running after the call returns; the call
-gives a ``session_id`` and the output so far, and every later read (``write_stdin``) returns
-only the output produced since the previous read. At most ``max_sessions`` live at once
+A command still running after the call's yield (``yield_time_ms``, default 10 s) keeps
+running after the call returns; the call gives a ``session_id`` and the output so far,
+and every later read (``write_stdin``) returns only the output produced since the
+previous read. At most ``max_sessions`` live at once
 (the least recently used idle one is closed to make room); a session is killed at its
 timeout; :meth:`SessionManager.aclose` (the registry's ``aclose``, the end of a session of
 tools) closes them all, and kills what finished commands left running in their cgroups.
@@ -72,9 +73,20 @@ class ExecSession:
     async def poll(self, yield_secs: float, limit: int) -> tuple[str, bool, int | None]:
         """Wait up to ``yield_secs`` (less when the command exits), then return
         ``(output since the last read, running, exit code)``."""
-        exited = await self.proc.wait_exit(yield_secs)
+        exited = await self.wait_exit(yield_secs)
         text = self.proc.capture.take(limit)
         return text, not exited, self.proc.returncode
+
+    async def wait_exit(self, yield_secs: float) -> bool:
+        """Wait up to ``yield_secs`` for the command to exit; when its timeout killed it,
+        also for the kill to finish (the shell dies at the first SIGTERM, the rest of its
+        tree a grace period later). Returns whether it exited."""
+        exited = await self.proc.wait_exit(yield_secs)
+        watchdog = self.watchdog
+        if exited and self.proc.killed_by is not None and watchdog is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(watchdog)
+        return exited
 
 
 class SessionManager:

@@ -7,7 +7,14 @@ Each command runs as ``sh -c CMD`` in the workspace (or a ``workdir`` inside it)
 ``[sandbox]``, ``--sandbox`` or ``read_only``; ``workspace-write`` by default). A command
 the sandbox blocks is not a tool error: its output and exit code come back with one line
 naming the rule (:func:`octos_tools.sandbox.blocked_note`). The :mod:`.safe_policy` is a
-guard rail against slips on top of it.
+guard rail against slips on top of it; what needs a person's yes (an ask rule,
+``sandbox_permissions = "require_escalated"``) goes through
+:func:`octos_tools.approval.require_approval` before anything starts, and an approved
+escalation runs in :data:`.escalation.ESCALATED_MODE` (:meth:`_CommandTool.sandbox_for_call`).
+
+``exec_command`` yields like Codex's unified exec: after ``yield_time_ms`` (default
+10 000 ms) a command still running becomes a session (its id comes back, the call ends and
+its lock is released) that ``write_stdin`` polls.
 """
 
 from __future__ import annotations
@@ -15,22 +22,26 @@ from __future__ import annotations
 import math
 import stat
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from ...approval import require_approval
 from ...config import ShellConfig
 from ...context import ApprovalRequest, ToolContext
 from ...errors import ErrorKind, ToolError
-from ...sandbox import SandboxSettings
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...sandbox import SandboxMode, SandboxSettings
+from ...tool import ConcurrencyClass, JSONObject, ToolResult, ToolSpec
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
 from .capture import MIN_OUTPUT_BYTES, OutputCapture
 from .command import run_to_completion
 from .environment import command_env
+from .escalation import ESCALATED_MODE, sandbox_mode_for
 from .results import completion_result
 from .safe_policy import check_command
 from .sessions import SessionManager, session_result
@@ -54,8 +65,8 @@ __all__ = [
 #: Timeout clamp in seconds (octos: default 120, clamp [1, 600]).
 MIN_TIMEOUT_SECS = 1.0
 MAX_TIMEOUT_SECS = 600.0
-#: Default waits of session mode, in milliseconds (Codex unified exec).
-EXEC_DEFAULT_YIELD_MS = 1000
+#: Default waits, in milliseconds (Codex unified exec: exec_command 10 s, write_stdin 250 ms).
+EXEC_DEFAULT_YIELD_MS = 10_000
 WRITE_STDIN_DEFAULT_YIELD_MS = 250
 MAX_YIELD_MS = 300_000
 #: ``max_output_tokens`` is converted to bytes at this rate (about 4 bytes per token).
@@ -82,7 +93,7 @@ def _check_text(value: str, what: str) -> None:
 def _output_limit(max_output_tokens: int | None, config_cap: int) -> int:
     if max_output_tokens is None:
         return config_cap
-    return max(MIN_OUTPUT_BYTES, min(config_cap, max_output_tokens * BYTES_PER_TOKEN))
+    return max(MIN_OUTPUT_BYTES, min(config_cap, max(1, max_output_tokens) * BYTES_PER_TOKEN))
 
 
 class _CommandTool(WorkspaceTool):
@@ -92,6 +103,7 @@ class _CommandTool(WorkspaceTool):
         workspace: the workspace commands run in (``None``: the call's).
         config: the ``shell`` section of the config.
         sessions: the session table shared by the command tools (default: a private one).
+        approval_policy: ``"on-request"`` or ``"never"`` (the config's ``approval_policy``).
     """
 
     tags = ("runtime", "code")
@@ -103,17 +115,26 @@ class _CommandTool(WorkspaceTool):
         config: ShellConfig,
         sessions: SessionManager | None = None,
         sandbox: SandboxSettings | None = None,
+        approval_policy: str = "on-request",
     ) -> None:
         super().__init__(workspace)
         self.config = config
         self.sessions = sessions if sessions is not None else SessionManager(config.max_sessions)
         self.sandbox = sandbox
+        self.approval_policy = approval_policy
 
-    def sandbox_for_call(self, ctx: ToolContext | None) -> SandboxSettings | None:
+    def sandbox_for_call(
+        self, ctx: ToolContext | None, mode: str | None = None
+    ) -> SandboxSettings | None:
         """The sandbox a call's command runs in: ``ctx.sandbox`` when the host set one for
-        the call (an approved escalation runs ``danger-full-access``), else the tool's."""
+        the call, else the tool's; ``mode`` is :meth:`_check_policy`'s answer, and an
+        approved escalation (:data:`.escalation.ESCALATED_MODE`) runs that one command in
+        ``danger-full-access``."""
         override = getattr(ctx, "sandbox", None)
-        return override if isinstance(override, SandboxSettings) else self.sandbox
+        box = override if isinstance(override, SandboxSettings) else self.sandbox
+        if mode == ESCALATED_MODE and box is not None and box.confined:
+            return replace(box, mode=SandboxMode.DANGER_FULL_ACCESS, reason="approved escalation")
+        return box
 
     def _cwd(self, ctx: ToolContext | None, workdir: str | None) -> Path:
         ws = self.workspace_for(ctx)
@@ -142,38 +163,94 @@ class _CommandTool(WorkspaceTool):
         _check_text(command, "cmd")
         return command
 
-    async def _check_policy(self, ctx: ToolContext | None, command: str) -> None:
-        if not self.config.safe_policy:
-            return
-        verdict, pattern = check_command(command)
+    def _approval_request(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        escalate: bool = False,
+        justification: str | None = None,
+    ) -> ApprovalRequest | None:
+        """What ``command`` needs a person to approve, or ``None``.
+
+        Raises:
+            ToolError: ``policy_denied`` when a SafePolicy deny rule matches.
+        """
+        verdict, pattern = check_command(command) if self.config.safe_policy else ("allow", None)
         if verdict == "deny":
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
                 f"command refused by the shell safety policy (it matches {pattern!r}); "
-                "this pattern is never run",
+                "this rule is never run, approved or not",
                 command=command,
                 pattern=pattern,
             )
+        if verdict != "ask" and not escalate:
+            return None
+        reasons = []
+        if escalate:
+            reasons.append("it asks to run outside the sandbox (require_escalated)")
         if verdict == "ask":
-            approval = ctx.approval if ctx is not None else None
-            if approval is None:
-                raise ToolError(
-                    ErrorKind.APPROVAL_REQUIRED,
-                    f"command needs a person's approval (it matches {pattern!r}) and no "
-                    "approval channel is attached; run a safer command or ask the user",
-                    command=command,
-                    pattern=pattern,
-                )
-            request = ApprovalRequest(
-                tool=self.name, action=command, reason=f"matches the ask pattern {pattern!r}"
-            )
-            if not await approval(request):
-                raise ToolError(
-                    ErrorKind.POLICY_DENIED,
-                    "the user did not approve this command",
-                    command=command,
-                    pattern=pattern,
-                )
+            reasons.append(f"it matches the safety rule {pattern!r}")
+        return ApprovalRequest(
+            tool=self.name,
+            action=command,
+            reason="; ".join(reasons),
+            kind="escalation" if escalate else "ask_pattern",
+            justification=justification,
+            cwd=str(cwd),
+            sandbox_mode=ESCALATED_MODE if escalate else None,
+        )
+
+    async def _check_policy(
+        self,
+        ctx: ToolContext | None,
+        command: str,
+        cwd: Path,
+        *,
+        escalate: bool = False,
+        justification: str | None = None,
+    ) -> str | None:
+        """Apply the SafePolicy and ask for what needs a person's yes; return the sandbox
+        mode the command runs in (:func:`.escalation.sandbox_mode_for`).
+
+        One approval covers both an ask rule and an escalation of the same command.
+
+        Raises:
+            ToolError: ``policy_denied`` (a deny rule), ``approval_required`` (nobody to
+                ask, or ``approval_policy = "never"``), ``approval_denied`` (a no).
+        """
+        request = self._approval_request(
+            command, cwd, escalate=escalate, justification=justification
+        )
+        if request is not None:
+            await require_approval(ctx, request, policy=self.approval_policy)
+        return sandbox_mode_for(ctx, escalated=escalate)
+
+    def approval_request(
+        self, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ApprovalRequest | None:
+        """What a call with ``arguments`` would ask a person to approve, without running
+        anything (``None``: nothing; hosts whose framework approves before the call use it,
+        see :func:`octos_tools.approval.approval_for_call`).
+
+        Raises:
+            ToolError / pydantic.ValidationError: the arguments are refused (the call will
+                say so itself).
+        """
+        args = self.Args.model_validate(dict(arguments))
+        cmd = getattr(args, "cmd", None)
+        text = cmd if cmd is not None else getattr(args, "command", None)
+        if not isinstance(text, str) or not text.strip():
+            return None
+        workdir = getattr(args, "workdir", None)
+        escalate = getattr(args, "sandbox_permissions", "use_default") == "require_escalated"
+        return self._approval_request(
+            text,
+            self._cwd(ctx, workdir),
+            escalate=escalate,
+            justification=getattr(args, "justification", None),
+        )
 
     async def _run(
         self,
@@ -183,8 +260,10 @@ class _CommandTool(WorkspaceTool):
         limit: int,
         extra_meta: JSONObject | None = None,
         ctx: ToolContext | None = None,
+        sandbox_mode: str | None = None,
     ) -> ToolResult:
-        """Run ``command`` to completion (or its timeout) and build the result."""
+        """Run ``command`` to completion (or its timeout) and build the result;
+        ``sandbox_mode`` is :meth:`_check_policy`'s answer (``None``: the configured mode)."""
         capture = OutputCapture(limit)
         started = time.monotonic()
         proc, exited = await run_to_completion(
@@ -193,7 +272,7 @@ class _CommandTool(WorkspaceTool):
             env=command_env(),
             capture=capture,
             timeout=timeout,
-            sandbox=self.sandbox_for_call(ctx),
+            sandbox=self.sandbox_for_call(ctx, sandbox_mode),
             workspace=Path(self.workspace_for(ctx).root),
         )
         if exited:
@@ -228,7 +307,7 @@ class ShellTool(_CommandTool):
 
     class Args(ToolArgs):
         command: str = Field(description="The command line, run by sh -c.")
-        timeout_secs: int | None = None
+        timeout_secs: int | None = Field(None, description="Seconds before it is killed.")
 
     async def run(self, args: ShellTool.Args, ctx: ToolContext | None) -> ToolResult:
         _check_text(args.command, "command")
@@ -236,41 +315,53 @@ class ShellTool(_CommandTool):
             raise ToolError(ErrorKind.INVALID_ARGUMENTS, "command is empty")
         timeout = clamp_timeout(args.timeout_secs, self.config.default_timeout_secs)
         cwd = self._cwd(ctx, None)
-        await self._check_policy(ctx, args.command)
+        mode = await self._check_policy(ctx, args.command, cwd)
         limit = self.config.max_output_bytes - _HEADER_ROOM
-        return await self._run(args.command, cwd, timeout, limit, ctx=ctx)
+        return await self._run(args.command, cwd, timeout, limit, ctx=ctx, sandbox_mode=mode)
 
 
 class ExecCommandTool(_CommandTool):
-    """``exec_command`` (Codex unified exec): run to completion, or as a session.
+    """``exec_command`` (Codex unified exec): run a command; still running after
+    ``yield_time_ms`` (default 10 000 ms, Codex's), it becomes a session.
 
-    Session mode starts when ``tty`` is true or ``yield_time_ms`` is given: the call waits
-    ``yield_time_ms`` (default 1000 ms; less if the command ends) and returns the output so
-    far with a ``session_id`` for ``write_stdin``. ``max_output_tokens`` caps the returned
-    text at about 4 bytes per token. Accepted but not advertised: ``command`` (alias of
-    ``cmd``), Codex's ``shell``, ``login`` and ``justification``.
+    The call waits ``yield_time_ms`` (less if the command ends) and returns the exit code
+    and output, or, when the command still runs, the output so far with a ``session_id``:
+    the call ends there (its lock is released, other calls proceed) and ``write_stdin``
+    polls or types into the session. ``tty`` runs it on a pseudo-terminal.
+    ``max_output_tokens`` caps the returned text at about 4 bytes per token.
+    ``sandbox_permissions = "require_escalated"`` (with a ``justification`` question)
+    asks a person, through the approval channel, to run this one command outside the
+    sandbox (Codex's parameters). Accepted but not advertised: ``command`` (alias of
+    ``cmd``), Codex's ``shell`` and ``login``.
     """
 
     name = "exec_command"
     title = "Run a command (sessions)"
     description = (
-        "Run a shell command in the workspace (timeout 120 s, max 600); returns exit code "
-        "and output. yield_time_ms or tty gives a session_id for write_stdin."
+        "Run a shell command in the workspace. Returns exit code and output, or after "
+        "yield_time_ms a session_id to poll with write_stdin."
     )
 
     class Args(ToolArgs):
         model_config = {"json_schema_extra": {"required": ["cmd"]}}  # noqa: RUF012
 
-        cmd: str | None = None
-        workdir: str | None = None
-        timeout_secs: int | None = None
-        yield_time_ms: int | None = Field(None, ge=0)
-        max_output_tokens: int | None = Field(None, ge=1)
-        tty: bool = False
+        cmd: str | None = Field(None, description="Run by sh -c.")
+        workdir: str | None = Field(None, description="Folder to run in.")
+        timeout_secs: int | None = Field(None, description="Kill after (120, max 600).")
+        yield_time_ms: int | None = Field(
+            None, description="Wait before returning a session (10000)."
+        )
+        max_output_tokens: int | None = Field(None, description="Output cap.")
+        tty: bool = Field(False, description="Use a pty.")
+        sandbox_permissions: Literal["use_default", "require_escalated"] | None = Field(
+            None, description="require_escalated: ask user to run unsandboxed."
+        )
+        justification: str | None = Field(
+            None, description="Question for the user, with require_escalated."
+        )
         command: SkipJsonSchema[str | None] = None
         shell: SkipJsonSchema[str | None] = None
         login: SkipJsonSchema[bool | None] = None
-        justification: SkipJsonSchema[str | None] = None
 
     async def run(self, args: ExecCommandTool.Args, ctx: ToolContext | None) -> ToolResult:
         command = self._command(args.cmd, args.command)
@@ -278,9 +369,15 @@ class ExecCommandTool(_CommandTool):
         timeout = clamp_timeout(args.timeout_secs, self.config.default_timeout_secs)
         cap = self.config.max_output_bytes - _HEADER_ROOM
         limit = _output_limit(args.max_output_tokens, cap)
-        await self._check_policy(ctx, command)
-        if not args.tty and args.yield_time_ms is None:
-            return await self._run(command, cwd, timeout, limit, {"codex_tool": self.name}, ctx)
+        if args.justification is not None:
+            _check_text(args.justification, "justification")
+        mode = await self._check_policy(
+            ctx,
+            command,
+            cwd,
+            escalate=args.sandbox_permissions == "require_escalated",
+            justification=args.justification,
+        )
         wait_ms = EXEC_DEFAULT_YIELD_MS if args.yield_time_ms is None else args.yield_time_ms
         session = await self.sessions.start(
             command,
@@ -289,12 +386,26 @@ class ExecCommandTool(_CommandTool):
             tty=args.tty,
             buffer_bytes=self.config.max_output_bytes,
             owner=_owner(ctx),
-            sandbox=self.sandbox_for_call(ctx),
+            sandbox=self.sandbox_for_call(ctx, mode),
             workspace=Path(self.workspace_for(ctx).root),
         )
+        yield_secs = max(0, min(wait_ms, MAX_YIELD_MS)) / 1000
         with session.in_use():
             try:
-                text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
+                if not args.tty and args.yield_time_ms is None:
+                    # the plain call: an end within the yield reads as a finished command
+                    if await session.wait_exit(yield_secs):
+                        self.sessions.forget(session.id)
+                        return completion_result(
+                            session.proc,
+                            session.proc.killed_by != "timeout",
+                            timeout,
+                            time.monotonic() - session.created,
+                            limit,
+                            {"codex_tool": self.name, **({"sandbox_mode": mode} if mode else {})},
+                        )
+                    yield_secs = 0
+                text, running, code = await session.poll(yield_secs, limit)
             except BaseException:
                 await self.sessions.close(session.id)
                 raise
@@ -313,21 +424,27 @@ class WriteStdinTool(TypedTool):
     name = "write_stdin"
     title = "Write to a running command"
     description = (
-        "Write to an exec_command session's stdin ('' just polls); returns output since the "
-        "last read."
+        "Type into an exec_command session ('' polls); returns new output, and the exit "
+        "code once ended."
     )
     tags = ("runtime", "code")
     concurrency_class = ConcurrencyClass.SAFE
 
     class Args(ToolArgs):
-        session_id: str | int
-        chars: str = ""
-        yield_time_ms: int | None = Field(None, ge=0, description="Default 250.")
-        max_output_tokens: int | None = Field(None, ge=1)
+        session_id: str | int = Field(description="From exec_command.")
+        chars: str = Field("", description="Text to send ('\\n' = Enter).")
+        yield_time_ms: int | None = Field(None, description="Wait for output (250).")
+        max_output_tokens: int | None = Field(None, description="Output cap.")
 
     def __init__(self, sessions: SessionManager, config: ShellConfig) -> None:
         self.sessions = sessions
         self.config = config
+
+    def spec(self) -> ToolSpec:
+        """Safe to run beside other calls (a poll must not wait behind a long one), but
+        not read-only: the characters it sends can be any command (``readOnlyHint`` false,
+        ``destructiveHint`` true; ``--read-only`` removes it)."""
+        return replace(super().spec(), read_only=False, destructive=True)
 
     async def run(self, args: WriteStdinTool.Args, ctx: ToolContext | None) -> ToolResult:
         raw_id = args.session_id
@@ -343,7 +460,9 @@ class WriteStdinTool(TypedTool):
         with session.in_use():
             if args.chars and session.proc.running:
                 await session.proc.write(args.chars.encode("utf-8"))
-            text, running, code = await session.poll(min(wait_ms, MAX_YIELD_MS) / 1000, limit)
+            text, running, code = await session.poll(
+                max(0, min(wait_ms, MAX_YIELD_MS)) / 1000, limit
+            )
         return session_result(session, text, running, code, self.sessions, self.name)
 
     async def aclose(self) -> None:
@@ -378,12 +497,13 @@ class BashTool(_CommandTool):
             self.config.default_timeout_secs,
         )
         limit = self.config.max_output_bytes - _HEADER_ROOM
-        await self._check_policy(ctx, command)
+        mode = await self._check_policy(ctx, command, cwd)
         return await self._run(
             command,
             cwd,
             timeout,
             limit,
             {"codex_tool": "bash", "octos_tool": "exec_command"},
-            ctx,
+            ctx=ctx,
+            sandbox_mode=mode,
         )

@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from ...errors import ErrorKind, ToolError
+from ..runtime.environment import command_env
 from ._budget import Budget, BudgetExceeded
 from ._hits import GrepQuery
 
@@ -112,6 +113,7 @@ class LineMatcher:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _CHILD],
+                env=command_env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

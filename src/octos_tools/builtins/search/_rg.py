@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ...errors import ErrorKind, ToolError
 from ...workspace import text as textcodec
+from ..runtime.environment import command_env
 from ._budget import Budget, BudgetExceeded
 from ._globmatch import expand_braces
 from ._hits import (
@@ -226,6 +227,7 @@ def _spawn(cmd: list[str], root_fd: int, stdin: IO[bytes] | None) -> subprocess.
         "stdin": stdin if stdin is not None else subprocess.DEVNULL,
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
+        "env": command_env(),  # no API keys or tokens of the server in rg's environment
     }
     if os.path.isdir("/proc/self/fd"):
         return subprocess.Popen(cmd, cwd=proc_cwd, **common)

@@ -1,0 +1,108 @@
+"""The approval rule (octos_tools.approval): policy never, no channel, a no, a yes; and
+the terminal prompt of ``octos-tools call``, answered on a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from octos_tools.approval import approving, require_approval
+from octos_tools.context import ApprovalRequest, ToolContext
+from octos_tools.errors import ErrorKind, ToolError
+
+REPO_SRC = Path(__file__).resolve().parents[1] / "src"
+REQUEST = ApprovalRequest("exec_command", "rm -rf build", "it matches the safety rule 'rm -rf'")
+
+
+@pytest.mark.anyio
+async def test_require_approval_outcomes() -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def yes(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return True
+
+    async def no(request: ApprovalRequest) -> bool:
+        return False
+
+    await require_approval(ToolContext(approval=yes), REQUEST)
+    assert asked == [REQUEST]
+    cases = [
+        (ToolContext(approval=yes), "never", ErrorKind.APPROVAL_REQUIRED),
+        (ToolContext(), "on-request", ErrorKind.APPROVAL_REQUIRED),
+        (None, "on-request", ErrorKind.APPROVAL_REQUIRED),
+        (ToolContext(approval=no), "on-request", ErrorKind.APPROVAL_DENIED),
+    ]
+    for ctx, policy, kind in cases:
+        with pytest.raises(ToolError) as caught:
+            await require_approval(ctx, REQUEST, policy=policy)
+        assert caught.value.kind is kind
+        assert caught.value.details["approval_key"] == REQUEST.key()
+    assert len(asked) == 1  # "never" asked nobody
+
+
+@pytest.mark.anyio
+async def test_an_approval_covers_that_exact_request_only() -> None:
+    approve = approving([REQUEST])
+    assert await approve(REQUEST)
+    other = ApprovalRequest("exec_command", "rm -rf build2", REQUEST.reason)
+    elsewhere = ApprovalRequest(*(REQUEST.tool, REQUEST.action, REQUEST.reason), cwd="/x")
+    assert not await approve(other) and not await approve(elsewhere)
+    assert len({REQUEST.key(), other.key(), elsewhere.key()}) == 3
+
+
+def _read_until(fd: int, needle: bytes, timeout: float = 60.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_call_on_a_terminal_prompts(tmp_path: Path, answer: str) -> None:
+    ws = tmp_path / "ws"
+    (ws / "build").mkdir(parents=True)
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO_SRC), "TERM": "dumb", "COLUMNS": "200"}
+    args = '{"cmd": "rm -r -f build && echo gone"}'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "octos_tools", "call", "exec_command", args, "-w", str(ws)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        shown = _read_until(master, b"Allow it?")
+        assert b"Allow it?" in shown, shown
+        assert b"rm -r -f build && echo gone" in shown and b"rm -rf" in shown
+        os.write(master, answer.encode() + b"\r")
+        rest = _read_until(master, b"\n__never__", timeout=30)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    if answer == "y":
+        assert b"gone" in rest and not (ws / "build").exists()
+    else:
+        assert b"approval_denied" in rest and (ws / "build").exists()
