@@ -281,3 +281,46 @@ def test_background_children_die_with_their_session(tmp_path: Path, engine: str)
     while alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive()
+
+
+@needs_engine
+@pytest.mark.parametrize("approved", [True, False])
+def test_an_approved_escalation_runs_that_command_outside_the_sandbox(
+    tmp_path: Path, approved: bool
+) -> None:
+    """``sandbox_permissions = "require_escalated"`` goes to the approval channel; a yes
+    runs that one command in danger-full-access (it writes outside the workspace), a no
+    runs nothing, and the next plain command is confined again."""
+    from octos_tools.context import ApprovalRequest, ToolContext
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside_dir = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    outside = outside_dir / "escalated.txt"
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return approved
+
+    tool = ExecCommandTool(Workspace(ws), ShellConfig(), sandbox=SandboxSettings(engine=USABLE[0]))
+    ctx = ToolContext(approval=approve)
+    args = tool.Args(
+        cmd=f"echo x > {outside}",
+        sandbox_permissions="require_escalated",
+        justification="write the report outside the workspace",
+    )
+    if approved:
+        result = asyncio.run(tool.run(args, ctx))
+        assert result.success and result.structured_metadata["exit_code"] == 0
+        assert outside.read_text() == "x\n"
+        outside.unlink()
+    else:
+        with pytest.raises(ToolError) as err:
+            asyncio.run(tool.run(args, ctx))
+        assert err.value.kind.value == "approval_denied"
+        assert not outside.exists()
+    assert len(asked) == 1 and str(outside) in asked[0].action
+    plain = asyncio.run(tool.run(tool.Args(cmd=f"echo y > {outside}"), ctx))
+    assert plain.structured_metadata["exit_code"] != 0 and not outside.exists()
+    outside_dir.rmdir()
