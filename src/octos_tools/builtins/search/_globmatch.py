@@ -5,7 +5,9 @@ components match one name with :func:`fnmatch.fnmatchcase` rules (``*``, ``?``, 
 never crossing ``/``, hidden names matched by ``*``). A name equal to its pattern component
 is matched whatever the component holds, so folders named ``[id]``, ``[...slug]`` or
 ``a*b`` (Next.js routes) are reached by the pattern that spells them; :func:`glob_patterns`
-keeps the unexpanded pattern too, for names such as ``{a,b}``. Matching runs the components as a
+keeps the unexpanded pattern too, for names such as ``{a,b}``. Names and patterns are
+compared in Unicode NFC, so a composed pattern finds a decomposed (macOS) name and the
+result shows the name as stored. Matching runs the components as a
 nondeterministic automaton: the set of pattern positions reachable after each path component
 is carried down the walk, so a path of ``n`` components against ``m`` pattern components
 costs ``O(n * m)`` whatever the number of ``**`` (a recursive matcher is exponential in them),
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import unicodedata
 from collections.abc import Sequence
 
 __all__ = ["GlobMatcher", "components", "expand_braces", "glob_match", "glob_patterns"]
@@ -94,6 +97,10 @@ def components(pattern: str) -> list[str]:
 
 _MAGIC = re.compile(r"[*?\[]")
 
+
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
 State = frozenset[tuple[int, int]]
 """Open positions: ``(pattern index, component index)`` pairs."""
 
@@ -109,7 +116,7 @@ class GlobMatcher:
     __slots__ = ("_comps", "_literal", "_rx")
 
     def __init__(self, patterns: Sequence[Sequence[str]]) -> None:
-        self._comps = [list(p) for p in patterns]
+        self._comps = [[_nfc(c) for c in p] for p in patterns]
         self._rx: list[list[re.Pattern[str] | None]] = [
             [None if c == "**" else re.compile(fnmatch.translate(c)) for c in comps]
             for comps in self._comps
@@ -133,6 +140,7 @@ class GlobMatcher:
     def step(self, states: State, name: str) -> State:
         """The open positions after the component ``name``."""
         out: set[tuple[int, int]] = set()
+        name = _nfc(name)
         for p, i in states:
             comps = self._comps[p]
             m = len(comps)
