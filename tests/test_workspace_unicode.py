@@ -71,8 +71,7 @@ async def test_every_file_tool_reaches_the_stored_name(tmp_path: Path, stored, t
     assert (folder / stored("naïve.md")).read_text() == "line one\npin\n"
 
     patch = (
-        f"*** Begin Patch\n*** Update File: {path}\n@@\n line one\n-pin\n+patched\n"
-        "*** End Patch\n"
+        f"*** Begin Patch\n*** Update File: {path}\n@@\n line one\n-pin\n+patched\n*** End Patch\n"
     )
     res = await reg.execute("apply_patch", {"patch": patch})
     assert res.success, res.output

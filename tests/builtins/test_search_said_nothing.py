@@ -69,7 +69,10 @@ async def test_every_literal_path_finds_itself(ws: Workspace, rel: str) -> None:
     ("pattern", "expected"),
     [
         ("app/[id]/*.tsx", ["app/[id]/page.tsx"]),
-        ("app/(auth)/**/page.tsx", ["app/(auth)/[team]/[id]/page.tsx", "app/(auth)/login/page.tsx"]),
+        (
+            "app/(auth)/**/page.tsx",
+            ["app/(auth)/[team]/[id]/page.tsx", "app/(auth)/login/page.tsx"],
+        ),
         ("app/(auth)/[team]/*/page.tsx", ["app/(auth)/[team]/[id]/page.tsx"]),
         # the same spelling still works as glob syntax where names fit it
         ("lib/[ab]/x.ts", ["lib/a/x.ts"]),
@@ -179,9 +182,7 @@ async def test_grep_named_ignored_folder_keeps_its_own_rules(
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_grep_keeps_indentation_and_cuts_lines_honestly(
-    tmp_path: Path, engine: str
-) -> None:
+async def test_grep_keeps_indentation_and_cuts_lines_honestly(tmp_path: Path, engine: str) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     long_line = "\t    x = 'needle" + "y" * 1000 + "'"

@@ -38,7 +38,8 @@ class GlobTool(SearchTool):
     literal leading folders name them: metadata ``not_entered``); symbolic links are named,
     never followed: a link to a folder that the pattern would enter is named with its
     target (metadata ``links_not_followed``). A name equal to a pattern component matches
-    it literally (``app/[id]/page.tsx``, ``{a,b}/x.ts``). Results come in sorted depth-first order; directories end with ``/``.
+    it literally (``app/[id]/page.tsx``, ``{a,b}/x.ts``). Results come in sorted depth-first
+    order; directories end with ``/``.
     Matching is ``O(path components × pattern components)`` per entry, whatever the
     number of ``**``.
 

@@ -101,6 +101,7 @@ _MAGIC = re.compile(r"[*?\[]")
 def _nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
+
 State = frozenset[tuple[int, int]]
 """Open positions: ``(pattern index, component index)`` pairs."""
 

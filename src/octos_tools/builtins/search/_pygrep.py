@@ -87,9 +87,7 @@ def _candidates(
         skipped.append((rel, exc.strerror or "cannot be read"))
 
     try:
-        for found in walk(
-            ws, target, budget, on_error=on_error, rules_from_above=rules_from_above
-        ):
+        for found in walk(ws, target, budget, on_error=on_error, rules_from_above=rules_from_above):
             if found.kind != "file" or (names is not None and not names.match(found.name)):
                 continue
             budget.check()
