@@ -20,7 +20,8 @@ tree against the index; with ``revision``, working tree against that commit) or
 index against the empty tree: ours, since there is no HEAD for ``--cached`` to compare with),
 ``diff`` against ``HEAD`` (or the current branch's name) compares the tracked files
 with the empty tree, another ``revision`` is refused saying there is no commit yet, and
-``blame`` of a file with no history (no commit yet, or never committed) says so instead of echoing git's message;
+``blame`` of a file with no history (no commit yet, or never committed) says so instead
+of echoing git's message;
 ``log`` → one commit a line, ``<hash 12> <YYYY-MM-DD> <author>: <subject>`` (``No
 commits yet.`` in an empty repository), metadata ``{commits: [{hash (12 chars), author,
 email, date, parents, message}]}``; ``show`` → a header as ``git show`` prints it
