@@ -231,3 +231,10 @@ async def test_progress_bar_through_the_tool(tmp_path: Path) -> None:
     assert r.success, r.output
     assert "progress 30000/30000\nfinished" in r.output
     assert "omitted" not in r.output and "progress 0/" not in r.output
+
+
+def test_huge_cursor_moves_are_bounded() -> None:
+    """A hostile ``ESC [ 99999999999 G`` cannot make a line of billions of cells."""
+    assert clean_terminal_text("a\x1b[99999999999999999Gb") == "a" + " " * 998 + "b"
+    assert len(clean_terminal_text("a" + "\x1b[999C" * 10_000 + "b")) <= 1_001
+    assert clean_terminal_text("ab\x1b[99999999D!") == "!b"

@@ -46,6 +46,8 @@ _LINE_CONTROL = re.compile(r"\r|\x08|(?:\x1b\[|\x9b)([0-9]*)([KGCD])")
 _CONTROL = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]")
 _BACKSPACE = re.compile(r"[^\x08\n]\x08")
 _NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+_MAX_MOVE = 1000
+"""Columns a cursor move goes at most (no terminal is wider; bounds the line's memory)."""
 _REDRAWS = re.compile(r"[\r\x08]|(?:\x1b\[|\x9b)[0-9]*[KGCD]")
 
 
@@ -85,7 +87,7 @@ def render_line(line: str) -> str:
         elif token == "\x08":
             col = max(0, col - 1)
         else:
-            n = int(m.group(1) or 0)
+            n = min(int(m.group(1)[:6] or 0), _MAX_MOVE)  # a terminal is this wide at most
             final = m.group(2)
             if final == "K":
                 if n == 0:
@@ -97,7 +99,7 @@ def render_line(line: str) -> str:
             elif final == "G":
                 col = max(1, n) - 1
             elif final == "C":
-                col += max(1, n)
+                col = min(col + max(1, n), max(len(cells), _MAX_MOVE))
             else:
                 col = max(0, col - max(1, n))
     write(_strip(line[pos:]))
