@@ -83,6 +83,9 @@ class ErrorKind(str, Enum):
     """The file system is full (ENOSPC); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"
     """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    """A command should run in a sandbox mode that nothing on this machine can enforce; it
+    was not run (the message names the cause and the fix: ``octos-tools sandbox check``)."""
     FILE_SIZE_LIMIT = "file_size_limit"
     """A write would pass the largest file this process may write (EFBIG: the
     ``RLIMIT_FSIZE`` resource limit, ``ulimit -f``, or the file system's maximum file
