@@ -81,12 +81,21 @@ class ErrorKind(str, Enum):
     """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
     it said it)."""
     DISK_FULL = "disk_full"
-    """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
+    """The file system is full (ENOSPC); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"
     """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     """A command should run in a sandbox mode that nothing on this machine can enforce; it
     was not run (the message names the cause and the fix: ``octos-tools sandbox check``)."""
+    FILE_SIZE_LIMIT = "file_size_limit"
+    """A write would pass the largest file this process may write (EFBIG: the
+    ``RLIMIT_FSIZE`` resource limit, ``ulimit -f``, or the file system's maximum file
+    size); nothing was changed."""
+    QUOTA_EXCEEDED = "quota_exceeded"
+    """The user's disk quota (blocks or inodes) is used up (EDQUOT); nothing was changed."""
+    READ_ONLY_FILESYSTEM = "read_only_filesystem"
+    """The path is on a file system mounted read-only (EROFS); nothing can be written
+    there whatever the permission bits say."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

@@ -505,3 +505,157 @@ def test_workspace_refuses_to_delete_or_rename_inside_dot_git(tmp_path: Path) ->
         assert info.value.kind is ErrorKind.PERMISSION_DENIED
     assert (tmp_path / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
     assert (tmp_path / "a.txt").read_text() == "a"
+
+
+# ----------------------------------------------------------------------------- EFBIG, EROFS, EDQUOT
+
+_BIG = "x" * 20_000
+_WRITES: list[tuple[str, dict[str, Any]]] = [
+    ("write_file", {"path": "keep.txt", "content": _BIG}),
+    ("write_file", {"path": "sub/new.txt", "content": _BIG}),
+    ("edit_file", {"path": "keep.txt", "old_string": "original", "new_string": _BIG}),
+    (
+        "apply_patch",
+        {
+            "patch": "*** Begin Patch\n*** Update File: b.txt\n-b\n+c\n"
+            f"*** Add File: new.txt\n+{_BIG}\n*** End Patch\n"
+        },
+    ),
+]
+
+
+def _cli_call(root: Path, tool: str, args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "octos_tools", "call", tool, json.dumps(args)]
+    proc = subprocess.run(
+        [*cmd, "--workspace", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        **kw,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _limit_file_size() -> None:  # pragma: no cover - runs in the child
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
+def test_a_file_size_limit_is_file_size_limit_and_changes_nothing(tmp_path: Path) -> None:
+    """A real ``ulimit -f``: the child's RLIMIT_FSIZE is 8 KiB; each write is 20 KB."""
+    (tmp_path / "keep.txt").write_text("original\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    for tool, args in _WRITES:
+        got = _cli_call(tmp_path, tool, args, preexec_fn=_limit_file_size)
+        assert got["success"] is False, got
+        assert got["error"]["kind"] == "file_size_limit", got
+        assert "EFBIG" in got["error"]["message"] and "left as it was" in got["error"]["message"]
+    assert (tmp_path / "keep.txt").read_text() == "original\n"
+    assert (tmp_path / "b.txt").read_text() == "b\n"
+    # no file was written; the folder a write made for its file stays, empty
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt", "keep.txt", "sub"]
+    assert list((tmp_path / "sub").iterdir()) == []
+    # a write under the limit still works in the same limited process
+    small = _cli_call(
+        tmp_path, "write_file", {"path": "keep.txt", "content": "ok\n"}, preexec_fn=_limit_file_size
+    )
+    assert small["success"] is True and (tmp_path / "keep.txt").read_text() == "ok\n"
+
+
+_READ_ONLY_CHILD = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    mnt = sys.argv[1]
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt], check=True)
+    with open(os.path.join(mnt, "keep.txt"), "w") as fh:
+        fh.write("original\\n")
+    with open(os.path.join(mnt, "b.txt"), "w") as fh:
+        fh.write("b\\n")
+    subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+    out = []
+    for tool, args in json.loads(sys.argv[2]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "octos_tools", "call", tool, json.dumps(args),
+             "--workspace", mnt, "--json"], capture_output=True, text=True)
+        out.append(json.loads(proc.stdout))
+    read = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "call", "read_file", '{"path": "keep.txt"}',
+         "--workspace", mnt, "--json"], capture_output=True, text=True)
+    print(json.dumps({"results": out, "read": json.loads(read.stdout),
+                      "left": sorted(os.listdir(mnt)),
+                      "keep": open(os.path.join(mnt, "keep.txt")).read()}))
+    """
+)
+
+
+def test_a_read_only_file_system_is_read_only_filesystem(tmp_path: Path) -> None:
+    """A real read-only mount: a tmpfs remounted ``ro`` in a user + mount namespace."""
+    unshare = shutil.which("unshare")
+    if unshare is None or sys.platform != "linux":
+        pytest.skip("needs unshare (Linux user namespaces) to mount a tmpfs")
+    if subprocess.run([unshare, "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("user namespaces are not available here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    proc = subprocess.run(
+        [unshare, "-rm", sys.executable, "-c", _READ_ONLY_CHILD, str(mnt), json.dumps(_WRITES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    for result in got["results"]:
+        assert result["success"] is False, result
+        assert result["error"]["kind"] == "read_only_filesystem", result
+        assert "EROFS" in result["error"]["message"]
+    assert got["read"]["success"] is True and "original" in got["read"]["output"]
+    assert got["keep"] == "original\n" and got["left"] == ["b.txt", "keep.txt"]
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("EDQUOT", "quota_exceeded"),
+        ("ENOSPC", "disk_full"),
+        ("EFBIG", "file_size_limit"),
+        ("EROFS", "read_only_filesystem"),
+    ],
+)
+async def test_each_write_errno_has_its_kind_through_every_write_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, kind: str
+) -> None:
+    """A disk quota cannot be set up in a test: the write system call fails with the code
+    (the file system's answer), and every write tool reports its own kind, changing nothing."""
+    import errno as errno_mod
+
+    number = getattr(errno_mod, code, None)
+    if number is None:
+        pytest.skip(f"{code} is not defined on this platform")
+    (tmp_path / "keep.txt").write_text("original\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    real_write = os.write
+
+    def failing_write(fd: int, data: Any) -> int:
+        if len(data) >= len(_BIG):
+            raise OSError(number, os.strerror(number))
+        return real_write(fd, data)
+
+    ws = Workspace(tmp_path)
+    by_name = tools(ws)
+    monkeypatch.setattr(os, "write", failing_write)
+    for tool, args in _WRITES:
+        res = await call(by_name[tool], args)
+        assert res.success is False and res.error_kind is not None, (tool, res.output)
+        assert res.error_kind.value == kind, (tool, res.output)
+        assert code in res.output
+    monkeypatch.undo()
+    assert (tmp_path / "keep.txt").read_text() == "original\n"
+    assert (tmp_path / "b.txt").read_text() == "b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt", "keep.txt", "sub"]
+    assert list((tmp_path / "sub").iterdir()) == []  # the folder made for the file, empty

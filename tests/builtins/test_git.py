@@ -543,9 +543,9 @@ async def test_repository_with_no_commit_yet(tmp_path: Path) -> None:
     only_path = await run(root, command="diff", path="later.txt")
     assert only_path.output.startswith("No changes")
 
-    against_head = await run(root, command="diff", revision="HEAD")
-    assert against_head.error_kind is not None and against_head.error_kind.value == "not_found"
-    assert "no commit yet" in against_head.output and "HEAD" in against_head.output
+    other = await run(root, command="diff", revision="HEAD~1")
+    assert other.error_kind is not None and other.error_kind.value == "not_found"
+    assert "no commit yet" in other.output and "HEAD~1" in other.output
     show = await run(root, command="show")
     assert "no commit yet" in show.output
 
@@ -553,6 +553,39 @@ async def test_repository_with_no_commit_yet(tmp_path: Path) -> None:
     assert blame.error_kind is not None and blame.error_kind.value == "not_found"
     assert "new.txt has no history" in blame.output and "no commit yet" in blame.output
     assert "fatal" not in blame.output
+
+
+async def test_diff_against_unborn_head_compares_with_the_empty_tree(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    sh(root, "init", "-q", "-b", "trunk")
+    empty = await run(root, command="diff", revision="HEAD")
+    assert empty.success and empty.output.startswith("No changes")
+    assert "empty tree" in empty.output
+    (root / "staged.txt").write_text("one\n")
+    sh(root, "add", "staged.txt")
+    (root / "staged.txt").write_text("one\ntwo\n")  # staged, then changed again
+    (root / "sub").mkdir()
+    (root / "sub" / "b.txt").write_text("bee\n")
+    sh(root, "add", "sub/b.txt")
+    (root / "untracked.txt").write_text("u\n")
+    for revision in ("HEAD", "trunk"):
+        res = await run(root, command="diff", revision=revision)
+        assert res.success, res.output
+        assert res.structured_metadata == {"no_commit_yet": True}
+        assert "compared with the empty tree" in res.output
+        # what `git diff HEAD` shows once HEAD is a commit of nothing: the working tree
+        assert "+one\n+two" in res.output and "+bee" in res.output
+        assert "untracked.txt" not in res.output
+    only = await run(root, command="diff", revision="HEAD", path="sub")
+    assert "+bee" in only.output and "staged.txt" not in only.output
+    # the same repository once it has a commit: git's own diff against HEAD
+    sh(root, "commit", "-q", "-m", "first")
+    after = await run(root, command="diff", revision="HEAD")
+    assert after.success and "no_commit_yet" not in (after.structured_metadata or {})
+    assert after.output.startswith("diff --git a/staged.txt") and "+two" in after.output
+    unknown = await run(root, command="diff", revision="nosuchbranch")
+    assert unknown.error_kind is not None and unknown.error_kind.value == "not_found"
 
 
 async def test_blame_of_a_file_never_committed(repo: Path) -> None:

@@ -147,3 +147,94 @@ async def test_tty_session_output_is_clean_and_split_characters_join(tmp_path: P
     assert "Output:\n€\n100%" in r2.output, r2.output
     assert "\ufffd" not in r2.output and "\r" not in r2.output and "1%" not in r2.output
     await sessions.aclose()
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("abcdef\x1b[3D\x1b[K!", "abc!"),  # cursor back, erase to the end
+        ("abcdef\x1b[0K", "abcdef"),  # erase from the cursor at the end: nothing
+        ("abcdef\x1b[3D\x1b[1KX", "   Xef"),  # erase from the start to the cursor
+        ("status: old\x1b[2K\rstatus: new", "status: new"),  # whole line, then CR
+        ("old text\x1b[2Knew", "        new"),  # whole line cleared, cursor stays
+        ("\x1b[2K\r[###  ] 60%\x1b[2K\r[#####] 100%", "[#####] 100%"),  # pip/npm style
+        ("name\x1b[10Gvalue", "name     value"),  # cursor to column 10
+        ("a\x1b[3Cb", "a   b"),  # cursor forward
+        ("ab\x08\x08XY", "XY"),  # backspaces move back, text overwrites
+        ("\x9b2K\rdone", "done"),  # 8-bit CSI
+        ("\x1b[31m 12%\x1b[0m\r\x1b[K\x1b[32m100%\x1b[0m\n", "100%\n"),
+    ],
+)
+def test_erase_line_and_cursor_moves_collapse_to_the_screen(raw: str, shown: str) -> None:
+    assert clean_terminal_text(raw) == shown
+
+
+def _frames(n: int, label: str = "downloading") -> bytes:
+    return b"".join(f"\r\x1b[K{label} {i * 100 // n:3d}% [{i}/{n}]".encode() for i in range(n + 1))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_capture_keeps_the_screen_not_the_stale_frames(chunk: int) -> None:
+    """A redraw-heavy run: the head holds the final frame, nothing counts as omitted."""
+    raw = b"start\n" + _frames(20_000) + b"\r\ndone\n"
+    cap = OutputCapture(1000)
+    for i in range(0, len(raw), chunk):
+        cap.feed(raw[i : i + chunk])
+    text = cap.render()
+    assert text == "start\ndownloading 100% [20000/20000]\ndone\n"
+    assert "omitted" not in text and "[0/20000]" not in text
+    assert cap.take() == text and cap.take() == ""
+
+
+def test_omitted_count_is_of_the_collapsed_text() -> None:
+    lines = [_frames(50, f"file {k}") + b"\n" for k in range(400)]
+    raw = b"".join(lines)
+    screen = clean_terminal_text(raw.decode())
+    cap = OutputCapture(2000)
+    for part in lines:
+        cap.feed(part)
+    text = cap.render()
+    assert text.startswith("file 0 100% [50/50]\nfile 1 100% [50/50]\n")
+    assert text.endswith("file 399 100% [50/50]\n")
+    marker = f" bytes omitted of {len(screen.encode())} ...]"
+    assert marker in text, text[1300:1500]
+    head, _, rest = text.partition("\n\n[... ")
+    omitted = int(rest.split(" ", 1)[0])
+    tail = rest.split("...]\n\n", 1)[1]
+    assert len(head.encode()) + omitted + len(tail.encode()) == len(screen.encode())
+    assert "% [4" not in head.replace("[50/50]", "")  # no stale frame anywhere
+
+
+def test_a_line_still_being_drawn_shows_its_current_state() -> None:
+    cap = OutputCapture(1000)
+    cap.feed(b"build\n" + _frames(300)[: -len(b"\r\x1b[Kdownloading 100% [300/300]")])
+    assert cap.render() == "build\ndownloading  99% [299/300]"
+    cap.feed(b"\r\x1b[Kdownloading 100% [300/300]\r")
+    cap.feed(b"\n")  # the \r\n split across reads is a line end, not a redraw
+    assert cap.render() == "build\ndownloading 100% [300/300]\n"
+    endless = OutputCapture(300)
+    endless.feed(b"x" * 10_000)  # a line that never ends is still capped
+    assert len(endless._line) <= 300 and "bytes omitted" in endless.render()
+
+
+@pytest.mark.anyio
+async def test_progress_bar_through_the_tool(tmp_path: Path) -> None:
+    tool = ExecCommandTool(Workspace(tmp_path), ShellConfig(), SessionManager())
+    code = (
+        "import sys\n"
+        "for i in range(30001):\n"
+        "    sys.stdout.write(f'\\r\\x1b[2Kprogress {i}/30000')\n"
+        "sys.stdout.write('\\nfinished\\n')\n"
+    )
+    (tmp_path / "bar.py").write_text(code)
+    r = await call(tool, {"cmd": f"{sys.executable} bar.py", "max_output_tokens": 2000})
+    assert r.success, r.output
+    assert "progress 30000/30000\nfinished" in r.output
+    assert "omitted" not in r.output and "progress 0/" not in r.output
+
+
+def test_huge_cursor_moves_are_bounded() -> None:
+    """A hostile ``ESC [ 99999999999 G`` cannot make a line of billions of cells."""
+    assert clean_terminal_text("a\x1b[99999999999999999Gb") == "a" + " " * 998 + "b"
+    assert len(clean_terminal_text("a" + "\x1b[999C" * 10_000 + "b")) <= 1_001
+    assert clean_terminal_text("ab\x1b[99999999D!") == "!b"

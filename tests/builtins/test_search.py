@@ -264,7 +264,7 @@ async def test_grep_limit_shows_a_sorted_subset(grep_tree: Path, ws: Workspace, 
 async def test_grep_semantics(grep_tree: Path, ws: Workspace, engine: str) -> None:
     res = await grep(ws, engine, pattern="hello", ignore_case=True)
     out = res.output
-    assert "src/main.py:4: print('Hello')" in out
+    assert "src/main.py:4:     print('Hello')" in out  # indentation kept
     assert ".hidden/conf.txt:1:" in out  # hidden files searched
     assert "keep.log" in out and "x.log" not in out  # .gitignore with negation
     assert "build/" not in out and "nested/a.tmp" not in out  # ignored dir, nested ignore

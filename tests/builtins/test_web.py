@@ -28,6 +28,7 @@ from octos_tools.builtins.web import (
     decode_body,
     parse_ip_literal,
 )
+from octos_tools.builtins.web.fetch import ERROR_BODY_CHARS
 from octos_tools.config import Config, WebConfig
 from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
@@ -526,6 +527,53 @@ async def test_non_2xx_is_http_error_with_status(serve: Callable[..., Server]) -
     assert (gone.structured_metadata or {})["status"] == 410
     no_location = await call(fetcher(allow_private_hosts=True), {"url": srv.url("/loop")})
     assert no_location.error_kind == "http_error"
+
+
+async def test_error_status_keeps_the_reason_in_the_body(serve: Callable[..., Server]) -> None:
+    """A 403 block page or a 429 rate-limit text is the reason: kept, capped, typed."""
+    blocked = (
+        b"<html><head><title>Access denied</title><style>p{}</style></head><body>"
+        b"<h1>Forbidden</h1><p>Your client was blocked by the firewall (ref 7F3A).</p>"
+        b"<script>var x = 1;</script></body></html>"
+    )
+    srv = serve(
+        {
+            "/403": (403, {"Content-Type": "text/html; charset=utf-8"}, blocked),
+            "/429": (
+                429,
+                {"Content-Type": "application/json", "Retry-After": "30"},
+                b'{"error": "rate limit exceeded: 60 requests per minute"}',
+            ),
+            "/500": (500, {"Content-Type": "text/plain"}, b"boom " * 100_000),
+            "/bin": (502, {"Content-Type": "application/octet-stream"}, b"\x00\x01" * 50),
+            "/empty": (503, {"Content-Type": "text/plain"}, b""),
+        }
+    )
+    tool = fetcher(allow_private_hosts=True)
+    r403 = await call(tool, {"url": srv.url("/403")})
+    assert r403.error_kind == "http_error"
+    meta = r403.structured_metadata or {}
+    assert meta["status"] == 403 and meta["url"] == srv.url("/403")
+    assert "blocked by the firewall (ref 7F3A)" in r403.output
+    assert "blocked by the firewall (ref 7F3A)" in meta["body"]
+    assert "<p>" not in meta["body"] and "var x" not in meta["body"]  # HTML as text
+
+    r429 = await call(tool, {"url": srv.url("/429")})
+    meta = r429.structured_metadata or {}
+    assert r429.error_kind == "http_error" and meta["status"] == 429
+    assert meta["retry_after"] == "30" and "Retry-After: 30" in r429.output
+    assert "rate limit exceeded: 60 requests per minute" in r429.output
+
+    r500 = await call(tool, {"url": srv.url("/500")})  # a huge body: capped, said so
+    meta = r500.structured_metadata or {}
+    assert meta["status"] == 500 and meta["body"].endswith("… (body cut)")
+    assert len(meta["body"]) <= ERROR_BODY_CHARS + 20 and len(r500.output) < 3 * ERROR_BODY_CHARS
+
+    rbin = await call(tool, {"url": srv.url("/bin")})
+    assert rbin.error_kind == "http_error" and "binary body, not shown" in rbin.output
+    assert "body" not in (rbin.structured_metadata or {})
+    rempty = await call(tool, {"url": srv.url("/empty")})
+    assert rempty.error_kind == "http_error" and rempty.output.endswith(srv.url("/empty"))
 
 
 async def test_large_body_cut_at_cap(serve: Callable[..., Server]) -> None:

@@ -18,8 +18,10 @@ untracked, conflicted[, head, truncated]}``; ``diff`` → unified diff text (wor
 tree against the index; with ``revision``, working tree against that commit) or
 ``No changes.``; in a repository with no commit yet, ``diff`` also shows what is staged (the
 index against the empty tree: ours, since there is no HEAD for ``--cached`` to compare with),
-a ``revision`` is refused saying there is no commit yet, and ``blame`` of a file with no
-history (no commit yet, or never committed) says so instead of echoing git's message;
+``diff`` against ``HEAD`` (or the current branch's name) compares the tracked files
+with the empty tree, another ``revision`` is refused saying there is no commit yet, and
+``blame`` of a file with no history (no commit yet, or never committed) says so instead
+of echoing git's message;
 ``log`` → one commit a line, ``<hash 12> <YYYY-MM-DD> <author>: <subject>`` (``No
 commits yet.`` in an empty repository), metadata ``{commits: [{hash (12 chars), author,
 email, date, parents, message}]}``; ``show`` → a header as ``git show`` prints it
@@ -293,6 +295,8 @@ class GitTool(WorkspaceTool):
         spec = [path] if path is not None else repo.scope
         if command == "show" and revision is None:
             revision = "HEAD"
+        if command == "diff" and revision is not None and await _is_unborn_head(repo, revision):
+            return await _diff_unborn_head(repo, spec, revision)
         commit = await _resolve(repo, revision) if revision is not None else None
         if command == "status":
             return await _status(repo, spec)
@@ -409,6 +413,35 @@ async def _has_commit(repo: _Repo) -> bool:
         repo.env,
     )
     return run.code == 0
+
+
+async def _is_unborn_head(repo: _Repo, revision: str) -> bool:
+    """Whether ``revision`` names the commit ``HEAD`` will be once there is one (``HEAD``
+    or the current branch's name) in a repository with no commit yet."""
+    if revision != "HEAD":
+        run = await _git(repo.cwd, ["symbolic-ref", "--quiet", "--short", "HEAD"], repo.env)
+        if run.code != 0 or _text(run.out).strip() != revision:
+            return False
+    return not await _has_commit(repo)
+
+
+async def _empty_tree(repo: _Repo) -> str:
+    """The id of the empty tree in this repository's hash (SHA-1 or SHA-256)."""
+    empty = await _checked(repo, ["hash-object", "-t", "tree", os.devnull])
+    return _text(empty.out).strip()
+
+
+async def _diff_unborn_head(repo: _Repo, spec: list[str], revision: str) -> ToolResult:
+    """``diff`` against ``HEAD`` before the first commit: the working tree (of the files
+    git tracks, staged or not) against the empty tree, as ``git diff HEAD`` would show
+    once ``HEAD`` is an empty root commit."""
+    res = await _diff(repo, spec, await _empty_tree(repo))
+    note = f"{revision} has no commit yet ({_NO_COMMIT_YET}): compared with the empty tree"
+    if res.output == "No changes.":
+        text = f"No changes ({note}; nothing is tracked)."
+    else:
+        text = f"{note[0].upper()}{note[1:]}.\n{res.output}"
+    return ToolResult.ok(text, structured_metadata={"no_commit_yet": True})
 
 
 async def _resolve(repo: _Repo, revision: str) -> str:
@@ -549,8 +582,7 @@ async def _diff_without_commits(
 ) -> ToolResult:
     """``diff`` before the first commit: the staged files (the index against the empty
     tree) and then the unstaged changes (the working tree against the index)."""
-    empty = await _checked(repo, ["hash-object", "-t", "tree", os.devnull])
-    tree = _text(empty.out).strip()
+    tree = await _empty_tree(repo)
     staged = await _checked(repo, ["diff-index", "--cached", *options, tree, "--", *spec])
     parts = []
     if staged.out.strip():

@@ -14,7 +14,7 @@ from ..errors import ErrorKind, PathError
 
 __all__ = ["kind_name", "map_leaf_error", "map_os_error", "map_subdir_error", "show"]
 
-_DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_EDQUOT = getattr(errno, "EDQUOT", None)
 
 
 def show(text: str) -> str:
@@ -36,9 +36,11 @@ def kind_name(mode: int) -> str:
 def map_os_error(exc: OSError, rel: str, *, is_dir: bool = False) -> PathError:
     """The :class:`PathError` for ``exc`` met while working on ``rel``.
 
-    ``ENOSPC`` / ``EDQUOT`` are ``disk_full`` (the file system or the user's quota is full);
-    ``EROFS``, ``EACCES`` and ``EPERM`` are ``permission_denied``; unknown codes are
-    ``internal_error`` with the system's message.
+    ``ENOSPC`` is ``disk_full``, ``EDQUOT`` ``quota_exceeded``, ``EFBIG``
+    ``file_size_limit`` (``RLIMIT_FSIZE`` or the file system's largest file), ``EROFS``
+    ``read_only_filesystem``; ``EACCES`` and ``EPERM`` are ``permission_denied``; unknown
+    codes are ``internal_error`` with the system's message. The write-side kinds say
+    that the file was left as it was: every write is staged and replaced atomically.
     """
     code = exc.errno
     if code == errno.ENOENT:
@@ -57,17 +59,32 @@ def map_os_error(exc: OSError, rel: str, *, is_dir: bool = False) -> PathError:
         return PathError(ErrorKind.INVALID_ARGUMENTS, f"a name in {rel} is too long")
     if code == errno.ENOTEMPTY:
         return PathError(ErrorKind.IS_A_DIRECTORY, f"{rel} is a non-empty directory")
-    if code in _DISK_FULL:
-        what = "the disk quota is exhausted" if code != errno.ENOSPC else "the disk is full"
+    if code == errno.ENOSPC:
         return PathError(
             ErrorKind.DISK_FULL,
-            f"cannot write {rel}: {what} ({errno.errorcode.get(code or 0, code)}); the file "
-            "was left as it was. Free some space and retry",
+            f"cannot write {rel}: the disk is full (ENOSPC); the file was left as it was. "
+            "Free some space and retry",
         )
-    return PathError(
-        ErrorKind.PERMISSION_DENIED if code == errno.EROFS else ErrorKind.INTERNAL_ERROR,
-        f"cannot access {rel}: {exc.strerror or exc}",
-    )
+    if code is not None and code == _EDQUOT:
+        return PathError(
+            ErrorKind.QUOTA_EXCEEDED,
+            f"cannot write {rel}: the disk quota is exhausted (EDQUOT); the file was left as "
+            "it was. Free some space within the quota and retry",
+        )
+    if code == errno.EFBIG:
+        return PathError(
+            ErrorKind.FILE_SIZE_LIMIT,
+            f"cannot write {rel}: the file would pass the largest size this process may "
+            "write (EFBIG: a 'ulimit -f' / RLIMIT_FSIZE limit or the file system's maximum); "
+            "the file was left as it was. Write a smaller file",
+        )
+    if code == errno.EROFS:
+        return PathError(
+            ErrorKind.READ_ONLY_FILESYSTEM,
+            f"cannot write {rel}: it is on a read-only file system (EROFS); nothing there can "
+            "be changed",
+        )
+    return PathError(ErrorKind.INTERNAL_ERROR, f"cannot access {rel}: {exc.strerror or exc}")
 
 
 def map_subdir_error(exc: OSError, pfd: int, name: str, rel: str) -> PathError:

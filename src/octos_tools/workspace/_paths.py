@@ -9,6 +9,11 @@
   starting from a descriptor of the root; a symlink anywhere is ``symlink_refused``. Nothing
   is resolved by path string, so there is no check-then-use race. (octos guards only the
   last component with ``O_NOFOLLOW``; we walk every component.)
+* A component that does not exist as typed but whose Unicode NFC or NFD twin does (macOS
+  writes names decomposed, a model types them composed; Linux file systems compare bytes)
+  is replaced by the stored spelling, so every file tool reaches the file and every result
+  names it as it is stored. Only components that are not plain (ASCII, or the same in
+  both forms) cost a lookup; a typed spelling that exists always wins.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat as stat_mod
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,12 +120,45 @@ class PathResolver:
                     f"file name {show(part[:40] + '…')} in {show(text[:80])} is longer than "
                     f"{NAME_MAX} bytes",
                 )
-        return rest
+        if all(_plain(p) for p in rest):
+            return rest
+        return self._stored_spelling(rest)
+
+    def _stored_spelling(self, parts: list[str]) -> list[str]:
+        """``parts`` with each component missing as typed replaced by its NFC or NFD twin
+        when that exists (walked from the root, no link followed; the walk stops at the
+        first folder it cannot open, whose error the caller's own open reports)."""
+        out = list(parts)
+        try:
+            fd = os.open(self.root, DIR_FLAGS)
+        except OSError:
+            return out
+        try:
+            for i, part in enumerate(out):
+                if not _plain(part) and not _exists_at(fd, part):
+                    for form in ("NFC", "NFD"):
+                        twin = unicodedata.normalize(form, part)
+                        if twin != part and len(os.fsencode(twin)) <= NAME_MAX:
+                            if _exists_at(fd, twin):
+                                out[i] = twin
+                                break
+                if i == len(out) - 1:
+                    break
+                nxt = os.open(out[i], DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return out
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
-        """The normalised workspace-relative POSIX form of ``path`` (``"."`` for the root).
+        """The normalised workspace-relative POSIX form of ``path`` (``"."`` for the root),
+        a component missing as typed spelled as its stored NFC/NFD twin.
 
-        Pure: no file-system access, so symlinks are not detected here.
+        No file-system access except that twin lookup (only for components that are not
+        plain ASCII), so symlinks are not detected here.
 
         Raises:
             PathError: ``invalid_arguments`` or ``path_outside_workspace``.
@@ -235,6 +274,25 @@ class PathResolver:
                 os.close(pfd)
                 raise
         return pfd, parts[-1], rel
+
+
+def _plain(part: str) -> bool:
+    """Whether ``part`` is spelled the same in NFC and NFD (ASCII always is)."""
+    return part.isascii() or (
+        unicodedata.is_normalized("NFC", part) and unicodedata.is_normalized("NFD", part)
+    )
+
+
+def _exists_at(fd: int, name: str) -> bool:
+    """Whether ``name`` exists in the directory ``fd`` (a link counts; not followed).
+    An error other than "no such file" counts as existing: the typed name is kept."""
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
 
 
 def _normalise(raw_parts: list[str], text: str, *, absolute: bool) -> list[str]:

@@ -8,7 +8,9 @@ conformance scenarios)::
     *** Delete File: path         a complete operation by itself
     *** Update File: path
     *** Move to: new/path         optional, directly after Update
-    @@ [anchor]                   a hunk; "@@ -a,b +c,d @@ text" reduces to "text"
+    @@ [anchor]                   a hunk; "@@ -a,b +c,d @@ text" reduces to "text";
+    @@ [anchor]                   stacked "@@" lines narrow the search step by step
+                                  (class, then method), each found after the last
      context / -removed / +added  a bare empty line is an empty context line
     *** End of File               optional: the hunk sits at the end of the file
     *** End Patch
@@ -62,16 +64,22 @@ class Hunk:
     """One ``@@`` hunk of an Update.
 
     Attributes:
-        anchor: the ``@@ anchor`` text (a line to find before the hunk), or ``None``.
+        anchors: the ``@@ anchor`` texts of its stacked ``@@`` lines, in order: each is a
+            line found after the one before (Codex ``UpdateFileChunk.context_lines``).
         lines: ``(op, text)`` pairs, op ``" "`` (context), ``"-"`` (remove), ``"+"`` (add).
         eof: ``*** End of File`` followed: the hunk should match at the end of the file.
         line: the 1-based patch line that opened the hunk.
     """
 
-    anchor: str | None
+    anchors: list[str] = field(default_factory=list)
     lines: list[tuple[str, str]] = field(default_factory=list)
     eof: bool = False
     line: int = 0
+
+    @property
+    def anchor(self) -> str | None:
+        """The innermost (last) anchor, or ``None``."""
+        return self.anchors[-1] if self.anchors else None
 
     @property
     def old(self) -> list[str]:
@@ -276,11 +284,16 @@ class _Parser:
         cur = self.cur
         assert isinstance(cur, UpdateFile)
         if line.startswith("@@"):
+            classic = _CLASSIC_HUNK.match(line.rstrip())
+            anchor = (classic.group(1) if classic else line[2:]).strip()
+            hunk = self.hunk
+            if hunk is not None and not hunk.lines and not self.blanks:
+                if anchor:  # a stacked "@@": one more step towards the hunk (Codex)
+                    hunk.anchors.append(anchor)
+                return
             self.close_hunk(n)
             self.blanks = 0
-            classic = _CLASSIC_HUNK.match(line.rstrip())
-            anchor = classic.group(1) if classic else line[2:]
-            self.hunk = Hunk(anchor=anchor.strip() or None, line=n)
+            self.hunk = Hunk(anchors=[anchor] if anchor else [], line=n)
             cur.hunks.append(self.hunk)
             return
         if line.startswith("\\"):
@@ -296,7 +309,7 @@ class _Parser:
         if self.hunk is None:
             if cur.hunks:
                 raise _bad(n, "hunk line outside a hunk; start the hunk with '@@'")
-            self.hunk = Hunk(anchor=None, line=n)
+            self.hunk = Hunk(line=n)
             cur.hunks.append(self.hunk)
         self.hunk.lines.extend([(" ", "")] * self.blanks)
         self.blanks = 0

@@ -7,6 +7,9 @@ taken first; a looser level is accepted only when its match is unique (else
 ``ambiguous_match``). The file's own bytes are kept for context lines, new lines take the
 file's dominant line ending, and the file keeps its final newline (or lack of one). A hunk of
 only ``+`` lines is appended at the end of the file (or right after its ``@@ anchor`` line).
+Stacked ``@@`` anchors are found one after the other, each after the last (Codex). A hunk
+whose lines (or anchor) are found only before the previous hunk's match is refused saying
+so, with both places' line numbers: hunks must come in file order.
 
 Source: Codex ``codex-rs/apply-patch/src/seek_sequence.rs`` and ``lib.rs``.
 """
@@ -104,6 +107,41 @@ def seek_sequence(
     return None
 
 
+def _check_order(
+    content: Sequence[str],
+    pattern: Sequence[str],
+    cursor: int,
+    prev: tuple[int, int] | None,
+    what: str,
+) -> None:
+    """Refuse, saying so, a hunk part that is not found from ``cursor`` but is before it
+    (the previous hunk matched lines ``prev``, 0-based).
+
+    Raises:
+        ToolError: ``patch_conflict`` naming both places, when the pattern is found earlier.
+    """
+    if cursor == 0:
+        return
+    try:
+        early = seek_sequence(content[:cursor], pattern, 0)
+    except ToolError:  # only loose matches, more than one: the plain message stands
+        return
+    if early is None:
+        return
+    at = early[0] + 1
+    after = (
+        f"the previous hunk, which matched lines {prev[0] + 1}-{prev[1] + 1}"
+        if prev is not None
+        else f"the anchor found at line {cursor}"
+    )
+    raise ToolError(
+        ErrorKind.PATCH_CONFLICT,
+        f"{what} are found only at line {at}, before {after}: hunks must follow the file's order "
+        "(each is searched after the one before); put this hunk before that one",
+        reason="hunk_out_of_order",
+    )
+
+
 def _preview(lines: Sequence[str], limit: int = 3) -> str:
     shown = " | ".join(repr(x) for x in lines[:limit])
     return shown + (" | …" if len(lines) > limit else "")
@@ -140,20 +178,24 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "") -> str:
     cursor = 0
     plan: list[tuple[int, int, list[tuple[str, str]]]] = []
     label = f" of {path}" if path else ""
+    prev: tuple[int, int] | None = None  # 0-based first and last line of the last match
     for k, hunk in enumerate(hunks, 1):
-        if hunk.anchor is not None:
-            found = seek_sequence(content, [hunk.anchor], cursor)
+        where = f"hunk {k}{label} (patch line {hunk.line})"
+        for anchor in hunk.anchors:
+            found = seek_sequence(content, [anchor], cursor)
             if found is None:
+                _check_order(
+                    content, [anchor], cursor, prev, f"{where}: the anchor lines {anchor!r}"
+                )
                 raise ToolError(
                     ErrorKind.PATCH_CONFLICT,
-                    f"hunk {k}{label} (patch line {hunk.line}): anchor {hunk.anchor!r} not found "
-                    f"(searched from line {cursor + 1})",
+                    f"{where}: anchor {anchor!r} not found (searched from line {cursor + 1})",
                 )
             cursor = found[0] + 1
         hunk_lines = list(hunk.lines)
         old = [t for op, t in hunk_lines if op != "+"]
         if not old:
-            pos = cursor if hunk.anchor is not None else len(content)
+            pos = cursor if hunk.anchors else len(content)
             plan.append((pos, 0, hunk_lines))
             cursor = pos
             continue
@@ -165,15 +207,17 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "") -> str:
             old = [t for op, t in hunk_lines if op != "+"]
             match = seek_sequence(content, old, cursor, eof=hunk.eof) if old else None
         if match is None:
+            _check_order(content, old, cursor, prev, f"{where}: its lines")
             raise ToolError(
                 ErrorKind.PATCH_CONFLICT,
-                f"hunk {k}{label} (patch line {hunk.line}): these lines were not found "
+                f"{where}: these lines were not found "
                 f"(searched from line {cursor + 1}): {_preview(old)}; re-read the file and "
                 "copy its lines exactly",
             )
         pos = match[0]
         plan.append((pos, len(old), hunk_lines))
         cursor = pos + len(old)
+        prev = (pos, cursor - 1)
     out: list[Item] = []
     at = 0
     for pos, length, hunk_lines in sorted(plan, key=lambda p: p[0]):

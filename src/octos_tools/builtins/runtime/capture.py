@@ -5,14 +5,20 @@ shows. At most ``limit`` bytes are kept while reading, the first 70 % and the la
 (the octos cap, ``crates/octos-agent/src/tools/shell.rs``), with
 ``[... N bytes omitted of T ...]`` in between. Cuts fall on UTF-8 character boundaries, so
 the text holds no U+FFFD the command did not print; in a session, a character split
-between two reads is held back and given whole with the next read. The text is then cleaned
-for a reader (:func:`~.terminal_text.clean_terminal_text`).
+between two reads is held back and given whole with the next read.
+
+The text is cleaned for a reader (:func:`~.terminal_text.clean_terminal_text`) as it is
+read, line by line, before it is kept: a progress bar redrawn with ``\\r`` or erase-line
+sequences a thousand times keeps only what the terminal shows, so the head holds no stale
+frame and the omitted-bytes count is of the text a person would have seen. The line still
+being written is kept aside, compacted at each ``\\r`` to its current screen state (and
+kept as it stands once it outgrows the cap).
 """
 
 from __future__ import annotations
 
 from ...output import trim_cut_tokens
-from .terminal_text import clean_terminal_text
+from .terminal_text import clean_terminal_text, render_line
 
 __all__ = ["HEAD_SHARE", "MIN_OUTPUT_BYTES", "OutputCapture", "incomplete_utf8_suffix"]
 
@@ -73,6 +79,13 @@ def incomplete_utf8_suffix(data: bytes | bytearray) -> int:
     return 0
 
 
+def _settled(data: bytes) -> bytes:
+    """``data`` (whole lines, or a line as it stands) as the terminal shows it, in bytes
+    (bytes that are not UTF-8 pass through unchanged)."""
+    text = data.decode("utf-8", "surrogateescape")
+    return clean_terminal_text(text).encode("utf-8", "surrogateescape")
+
+
 class OutputCapture:
     """A bounded capture of a byte stream keeping its head and its tail.
 
@@ -88,10 +101,29 @@ class OutputCapture:
         self._tail_limit = self.limit - self._head_limit
         self._head = bytearray()
         self._tail = bytearray()
+        self._line = bytearray()  # the line being written, not yet cleaned
         self.total = 0
 
     def feed(self, data: bytes) -> None:
         """Add bytes read from the stream."""
+        line = self._line
+        line += data
+        end = line.rfind(b"\n")
+        if end >= 0:
+            self._keep(_settled(bytes(line[: end + 1])))
+            del line[: end + 1]
+        if b"\r" in data:
+            cr = line.rfind(b"\r", 0, len(line) - 1)  # a last \r may start a \r\n
+            if cr > 0:
+                screen = render_line(bytes(line[:cr]).decode("utf-8", "surrogateescape"))
+                line[:cr] = screen.encode("utf-8", "surrogateescape")
+        if len(line) > self.limit:  # a line that never ends: kept as it stands
+            pending = incomplete_utf8_suffix(line)
+            self._keep(_settled(bytes(line[: len(line) - pending])))
+            del line[: len(line) - pending]
+
+    def _keep(self, data: bytes) -> None:
+        """Keep cleaned bytes: the head fills first, then the tail rolls."""
         self.total += len(data)
         room = self._head_limit - len(self._head)
         if room > 0:
@@ -105,14 +137,25 @@ class OutputCapture:
 
     @property
     def omitted(self) -> int:
-        """Bytes seen but not kept."""
+        """Bytes of cleaned text seen but not kept."""
         return self.total - len(self._head) - len(self._tail)
+
+    def _with_line(self) -> tuple[bytes, bytes, int]:
+        """Head, tail and omitted count with the line being written kept too (a copy)."""
+        if not self._line:
+            return bytes(self._head), bytes(self._tail), self.omitted
+        saved = self._head[:], self._tail[:], self.total
+        try:
+            self._keep(_settled(bytes(self._line)))
+            return bytes(self._head), bytes(self._tail), self.omitted
+        finally:
+            self._head, self._tail, self.total = saved
 
     def render(self, limit: int | None = None) -> str:
         """The captured text, decoded as UTF-8 and cleaned of terminal controls, at most
         ``limit`` bytes of output (default: the capture's own limit) plus the omission
         marker. Cuts fall between characters."""
-        return self._render(bytes(self._head), bytes(self._tail), self.omitted, limit)
+        return self._render(*self._with_line(), limit)
 
     def _render(self, head: bytes, tail: bytes, omitted: int, limit: int | None) -> str:
         limit = self.limit if limit is None else max(MIN_OUTPUT_BYTES, limit)
@@ -145,12 +188,12 @@ class OutputCapture:
     def take(self, limit: int | None = None) -> str:
         """:meth:`render` and reset: the next call sees only newer output. A character
         whose bytes have not all arrived is kept for the next call."""
-        buffer = self._tail if self._tail else self._head
-        pending = incomplete_utf8_suffix(buffer)
-        carry = bytes(buffer[len(buffer) - pending :]) if pending else b""
-        if pending:
-            del buffer[len(buffer) - pending :]
-            self.total -= pending
+        line = self._line
+        pending = incomplete_utf8_suffix(line)
+        carry = bytes(line[len(line) - pending :]) if pending else b""
+        if line[: len(line) - pending]:
+            self._keep(_settled(bytes(line[: len(line) - pending])))
+        line.clear()
         text = self._render(bytes(self._head), bytes(self._tail), self.omitted, limit)
         self._head.clear()
         self._tail.clear()

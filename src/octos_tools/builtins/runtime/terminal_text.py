@@ -10,9 +10,14 @@ the model should read is what a person sees on the screen at the end:
 
 * ``\\r\\n`` (a terminal's line end) becomes ``\\n``;
 * within a line, each ``\\r`` returns to column 0 and the following text overwrites the
-  start of the line (``50%\\r100%`` → ``100%``; ``abcdef\\rXY`` → ``XYcdef``); an
-  erase-line sequence (``ESC [ K``/``ESC [ 2K``) after a ``\\r`` clears the rest first;
-* a backspace erases the character before it (``_\\bx``, man's overstrike → ``x``);
+  start of the line (``50%\\r100%`` → ``100%``; ``abcdef\\rXY`` → ``XYcdef``); the
+  erase-line sequences clear from the cursor to the end (``ESC [ K``, ``ESC [ 0K``), from
+  the start to the cursor (``ESC [ 1K``) or the whole line (``ESC [ 2K``) wherever they
+  stand, and the cursor moves of one line (``ESC [ n G``, ``ESC [ n C``, ``ESC [ n D``)
+  move the column the next text overwrites; cleared cells read as spaces, except at the
+  end of the line;
+* a backspace moves one column back, so the next character overwrites the one before it
+  (``_\\bx``, man's overstrike → ``x``);
 * other control characters except tab and newline are dropped.
 
 Rules from ECMA-48 (control functions) and the xterm control sequence documentation.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["clean_terminal_text"]
+__all__ = ["clean_terminal_text", "render_line"]
 
 # One escape sequence: CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL | ST),
 # DCS/SOS/PM/APC strings (ESC P|X|^|_ ... ST), charset designation (ESC ( ) * + - . / X),
@@ -37,10 +42,13 @@ _ESCAPE = re.compile(
     r"|\x1b[ -/]*[0-~]"
     r"|\x1b$"
 )
-_ERASE_LINE = re.compile(r"\x1b\[[02]?K")
+_LINE_CONTROL = re.compile(r"\r|\x08|(?:\x1b\[|\x9b)([0-9]*)([KGCD])")
 _CONTROL = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]")
 _BACKSPACE = re.compile(r"[^\x08\n]\x08")
 _NEEDS_WORK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+_MAX_MOVE = 1000
+"""Columns a cursor move goes at most (no terminal is wider; bounds the line's memory)."""
+_REDRAWS = re.compile(r"[\r\x08]|(?:\x1b\[|\x9b)[0-9]*[KGCD]")
 
 
 def _strip(text: str) -> str:
@@ -53,17 +61,51 @@ def _strip(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-def _collapse_line(line: str) -> str:
-    """What a terminal shows for one line written with carriage returns."""
-    shown = ""
-    for i, part in enumerate(line.split("\r")):
-        erase = i > 0 and _ERASE_LINE.match(part) is not None
-        text = _strip(part)
-        if erase or len(text) >= len(shown):
-            shown = text
+def render_line(line: str) -> str:
+    """What a terminal shows for one line (no ``\\n``) written with carriage returns,
+    backspaces, erase-line sequences and cursor moves within the line (module docstring);
+    other controls and escape sequences are removed."""
+    cells: list[str | None] = []  # None: a cell cleared or skipped, shown as a space
+    col = 0
+    pos = 0
+
+    def write(text: str) -> None:
+        nonlocal col
+        if not text:
+            return
+        if col > len(cells):
+            cells.extend([None] * (col - len(cells)))
+        cells[col : col + len(text)] = list(text)
+        col += len(text)
+
+    for m in _LINE_CONTROL.finditer(line):
+        write(_strip(line[pos : m.start()]))
+        pos = m.end()
+        token = m.group(0)
+        if token == "\r":
+            col = 0
+        elif token == "\x08":
+            col = max(0, col - 1)
         else:
-            shown = text + shown[len(text) :]
-    return shown
+            n = min(int(m.group(1)[:6] or 0), _MAX_MOVE)  # a terminal is this wide at most
+            final = m.group(2)
+            if final == "K":
+                if n == 0:
+                    del cells[col:]
+                elif n == 1:
+                    cells[: col + 1] = [None] * min(col + 1, len(cells))
+                elif n == 2:
+                    cells = [None] * min(col, len(cells))
+            elif final == "G":
+                col = max(1, n) - 1
+            elif final == "C":
+                col = min(col + max(1, n), max(len(cells), _MAX_MOVE))
+            else:
+                col = max(0, col - max(1, n))
+    write(_strip(line[pos:]))
+    while cells and cells[-1] is None:
+        cells.pop()
+    return "".join(" " if c is None else c for c in cells)
 
 
 def clean_terminal_text(text: str) -> str:
@@ -76,8 +118,8 @@ def clean_terminal_text(text: str) -> str:
     if not _NEEDS_WORK.search(text):
         return text
     text = text.replace("\r\n", "\n")
-    if "\r" not in text:
+    if not _REDRAWS.search(text):
         return _strip(text)
     return "\n".join(
-        _collapse_line(line) if "\r" in line else _strip(line) for line in text.split("\n")
+        render_line(line) if _REDRAWS.search(line) else _strip(line) for line in text.split("\n")
     )

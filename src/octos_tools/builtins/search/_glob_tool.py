@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat as stat_mod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,15 +14,17 @@ from ...tool import ToolResult
 from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from ._budget import Budget
-from ._globmatch import GlobMatcher, State, components, expand_braces
+from ._globmatch import GlobMatcher, State, components, glob_patterns
 from ._tool import SearchTool, check_nul, not_entered_note
-from ._walk import walk
+from ._walk import Found, walk
 
 if TYPE_CHECKING:
     from ...context import ToolContext
     from ...workspace import Workspace
 
 __all__ = ["GlobTool"]
+
+_MAX_LINKS = 50
 
 
 class GlobTool(SearchTool):
@@ -32,7 +36,10 @@ class GlobTool(SearchTool):
     (:mod:`._rules`: ``.gitignore`` honoured, ``.git`` never entered, internal files
     hidden, virtual environments and ``node_modules`` not entered unless the pattern's
     literal leading folders name them: metadata ``not_entered``); symbolic links are named,
-    never followed. Results come in sorted depth-first order; directories end with ``/``.
+    never followed: a link to a folder that the pattern would enter is named with its
+    target (metadata ``links_not_followed``). A name equal to a pattern component matches
+    it literally (``app/[id]/page.tsx``, ``{a,b}/x.ts``). Results come in sorted depth-first
+    order; directories end with ``/``.
     Matching is ``O(path components × pattern components)`` per entry, whatever the
     number of ``**``.
 
@@ -63,7 +70,7 @@ class GlobTool(SearchTool):
                 f"glob pattern {pattern!r} is absolute or contains '..'; use a pattern "
                 "relative to the workspace root",
             )
-        patterns = [components(p) for p in expand_braces(pattern)]
+        patterns = [components(p) for p in glob_patterns(pattern)]
         if any(".." in comps for comps in patterns):
             raise ToolError(
                 ErrorKind.INVALID_ARGUMENTS, f"glob pattern {pattern!r} expands to a '..' path"
@@ -86,6 +93,13 @@ class GlobTool(SearchTool):
                 {"path": textcodec.display(p), "reason": r} for p, r in found.not_entered[:50]
             ]
             note += not_entered_note(found.not_entered, "a pattern starting '{}/' searches it")
+        if found.links:
+            meta["links_not_followed"] = [
+                {"path": textcodec.display(p), "reason": r} for p, r in found.links
+            ]
+            names = "; ".join(f"{textcodec.display(p)} ({r})" for p, r in found.links[:5])
+            extra = f" and {len(found.links) - 5} more" if len(found.links) > 5 else ""
+            note += f"\n\n[symbolic links to folders, not followed: {names}{extra}]"
         if not results:
             return ToolResult.ok(
                 f"No files found matching pattern: {pattern}{note}", structured_metadata=meta
@@ -107,6 +121,26 @@ class _Found:
     more: bool
     skipped: list[tuple[str, str]] = field(default_factory=list)
     not_entered: list[tuple[str, str]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _link_reason(ws: Workspace, found: Found) -> str | None:
+    """Why the symbolic link ``found`` is not searched, when it names a folder: its
+    target inside the workspace (a pattern through it finds nothing, one through the
+    target does), or that it leads outside; ``None`` for a link to anything else."""
+    try:
+        if not stat_mod.S_ISDIR(os.stat(found.name, dir_fd=found.dir_fd).st_mode):
+            return None
+        target = os.readlink(found.name, dir_fd=found.dir_fd)
+    except (OSError, ValueError):
+        return None
+    parent = os.path.dirname(found.rel)
+    real = os.path.realpath(os.path.join(ws.root, parent, target))
+    root = os.path.realpath(ws.root)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return "a link to a folder outside the workspace"
+    inside = os.path.relpath(real, root).replace(os.sep, "/")
+    return f"a link to {textcodec.display(inside)}/: use that path"
 
 
 def _literal_dirs(patterns: list[list[str]]) -> frozenset[str]:
@@ -158,6 +192,10 @@ def _glob(
             here = matcher.step(states[parent], found.name)
             if not here:
                 continue
+            if found.kind == "symlink" and matcher.alive(here):
+                why = _link_reason(ws, found)
+                if why is not None and len(out.links) < _MAX_LINKS:
+                    out.links.append((found.rel, why))
             if found.kind == "dir" and matcher.alive(here):
                 states[found.rel] = here
             if matcher.accepts(here):

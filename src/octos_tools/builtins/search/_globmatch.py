@@ -2,7 +2,12 @@
 
 A pattern is split into components at ``/``; ``**`` matches zero or more components, other
 components match one name with :func:`fnmatch.fnmatchcase` rules (``*``, ``?``, ``[...]``,
-never crossing ``/``, hidden names matched by ``*``). Matching runs the components as a
+never crossing ``/``, hidden names matched by ``*``). A name equal to its pattern component
+is matched whatever the component holds, so folders named ``[id]``, ``[...slug]`` or
+``a*b`` (Next.js routes) are reached by the pattern that spells them; :func:`glob_patterns`
+keeps the unexpanded pattern too, for names such as ``{a,b}``. Names and patterns are
+compared in Unicode NFC, so a composed pattern finds a decomposed (macOS) name and the
+result shows the name as stored. Matching runs the components as a
 nondeterministic automaton: the set of pattern positions reachable after each path component
 is carried down the walk, so a path of ``n`` components against ``m`` pattern components
 costs ``O(n * m)`` whatever the number of ``**`` (a recursive matcher is exponential in them),
@@ -13,9 +18,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import unicodedata
 from collections.abc import Sequence
 
-__all__ = ["GlobMatcher", "components", "expand_braces", "glob_match"]
+__all__ = ["GlobMatcher", "components", "expand_braces", "glob_match", "glob_patterns"]
 
 
 def expand_braces(pattern: str, *, limit: int = 256) -> list[str]:
@@ -47,6 +53,15 @@ def expand_braces(pattern: str, *, limit: int = 256) -> list[str]:
                             return out
                 return out
     return [pattern]
+
+
+def glob_patterns(pattern: str) -> list[str]:
+    """The brace expansions of ``pattern`` and, when braces were expanded, ``pattern``
+    itself (last), so a name spelled with literal braces (``{a,b}``) still matches."""
+    out = expand_braces(pattern)
+    if out != [pattern]:
+        out.append(pattern)
+    return out
 
 
 def _split_top(body: str) -> list[str]:
@@ -82,6 +97,11 @@ def components(pattern: str) -> list[str]:
 
 _MAGIC = re.compile(r"[*?\[]")
 
+
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 State = frozenset[tuple[int, int]]
 """Open positions: ``(pattern index, component index)`` pairs."""
 
@@ -97,7 +117,7 @@ class GlobMatcher:
     __slots__ = ("_comps", "_literal", "_rx")
 
     def __init__(self, patterns: Sequence[Sequence[str]]) -> None:
-        self._comps = [list(p) for p in patterns]
+        self._comps = [[_nfc(c) for c in p] for p in patterns]
         self._rx: list[list[re.Pattern[str] | None]] = [
             [None if c == "**" else re.compile(fnmatch.translate(c)) for c in comps]
             for comps in self._comps
@@ -121,6 +141,7 @@ class GlobMatcher:
     def step(self, states: State, name: str) -> State:
         """The open positions after the component ``name``."""
         out: set[tuple[int, int]] = set()
+        name = _nfc(name)
         for p, i in states:
             comps = self._comps[p]
             m = len(comps)
@@ -131,7 +152,7 @@ class GlobMatcher:
                 out.add((p, i))
                 if i == m - 1:
                     out.add((p, m))
-            elif (name == comps[i]) if self._literal[p][i] else rx.match(name):
+            elif name == comps[i] or (not self._literal[p][i] and rx.match(name)):
                 out.add((p, i + 1))
         return self._close(out) if out else frozenset()
 

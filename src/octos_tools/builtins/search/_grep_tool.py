@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import stat as stat_mod
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from ._budget import Budget
 from ._hits import GrepQuery, GrepResult
 from ._pygrep import grep_python
 from ._rg import find_rg, grep_rg
-from ._rules import is_internal_path
+from ._rules import hidden_prefix, is_internal_path
 from ._tool import SearchTool, check_nul, not_entered_note
 from ._walk import skipped_folders
 
@@ -117,6 +118,12 @@ class GrepTool(SearchTool):
                 for p, r in res.skipped[:_MAX_META_PATHS]
             ]
         text = format_grep(res, q)
+        if res.ignored_path is not None:
+            meta["ignored_path"] = textcodec.display(res.ignored_path)
+            text += (
+                f"\n\n[{textcodec.display(res.ignored_path)}/ is ignored (.gitignore); "
+                "searched because path names it]"
+            )
         if res.not_entered:
             meta["not_entered"] = [
                 {"path": textcodec.display(p), "reason": r}
@@ -149,8 +156,13 @@ class GrepTool(SearchTool):
             raise ToolError(ErrorKind.UNAVAILABLE, "the rg binary was not found")
         if is_internal_path(rel):  # octos-tools' own files are never searched
             return GrepResult([], 0, False, [], "none")
+        hidden = None if is_file else hidden_prefix(ws, rel)
+        if hidden is not None:  # ripgrep's rule: a path named explicitly is searched
+            q = dataclasses.replace(q, rules_from_above=False)
         try:
-            not_entered = [] if is_file else skipped_folders(ws, rel, budget)
+            not_entered = (
+                [] if is_file else skipped_folders(ws, rel, budget, rules_from_above=not hidden)
+            )
         except OSError:
             not_entered = []  # the engines report the folder's own error
         res = None
@@ -164,6 +176,7 @@ class GrepTool(SearchTool):
         if res is None:
             res = grep_python(ws, rel, is_file, q, budget)
         res.not_entered = not_entered
+        res.ignored_path = hidden
         return res
 
 
@@ -180,14 +193,14 @@ def format_grep(res: GrepResult, q: GrepQuery) -> str:
             shown = textcodec.display(hits.path)
             if not q.context:
                 for no, (line, _) in hits.lines.items():
-                    out.append(f"{shown}:{no}: {_cut(line.strip())}")
+                    out.append(f"{shown}:{no}: {_cut(line, shown, no)}")
             else:
                 block = [f"{shown}:"]
                 prev = None
                 for no, (line, is_match) in hits.lines.items():
                     if prev is not None and no > prev + 1:
                         block.append("  ----")
-                    block.append(f"{'>' if is_match else ' '} {no:>4}│ {_cut(line)}")
+                    block.append(f"{'>' if is_match else ' '} {no:>4}│ {_cut(line, shown, no)}")
                     prev = no
                 out.append("\n".join(block))
         text = head + ":\n\n" + "\n".join(out)
@@ -198,7 +211,14 @@ def format_grep(res: GrepResult, q: GrepQuery) -> str:
     return text
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, path: str, no: int) -> str:
+    """``text`` (a line, its indentation kept) cut after :data:`MAX_GREP_LINE_CHARS`
+    characters, with its full length and the ``read_file`` call that shows the rest (the
+    marker of ``read_file``'s own cut lines)."""
     if len(text) <= MAX_GREP_LINE_CHARS:
         return text
-    return text[:MAX_GREP_LINE_CHARS] + f" … [{len(text) - MAX_GREP_LINE_CHARS:,} more chars]"
+    return text[:MAX_GREP_LINE_CHARS] + (
+        f" … [line {no} cut: it is {len(text):,} characters long; read on with read_file "
+        f"path={path!r}, start_line={no}, end_line={no}, "
+        f"start_column={MAX_GREP_LINE_CHARS + 1}]"
+    )

@@ -39,13 +39,18 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class GrepQuery:
-    """A validated grep request."""
+    """A validated grep request.
+
+    ``rules_from_above`` is ``False`` when the searched folder is one the ignore rules
+    above it hide (:func:`._rules.hidden_prefix`): those rules are lifted inside it.
+    """
 
     pattern: str
     ignore_case: bool
     context: int
     limit: int
     file_pattern: str | None
+    rules_from_above: bool = True
 
 
 @dataclass(slots=True)
@@ -70,6 +75,8 @@ class GrepResult:
             than being binary (a path too long for rg, a file too large, unreadable).
         not_entered: ``(path, reason)`` of folders not entered by default (virtual
             environments, ``node_modules``; :func:`._rules.default_skip`).
+        ignored_path: the folder of the searched path that ignore rules hide (searched
+            because it was named), or ``None``.
     """
 
     files: list[FileHits]
@@ -79,6 +86,7 @@ class GrepResult:
     engine: str
     skipped: list[tuple[str, str]] = field(default_factory=list)
     not_entered: list[tuple[str, str]] = field(default_factory=list)
+    ignored_path: str | None = None
 
 
 def path_key(rel: str) -> list[bytes]:

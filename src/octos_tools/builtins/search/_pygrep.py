@@ -65,7 +65,13 @@ def _read_at(dir_fd: int, name: str) -> bytes | str:
 
 
 def _candidates(
-    ws: Workspace, target: str, is_file: bool, names: Any, budget: Budget, skipped: list[Any]
+    ws: Workspace,
+    target: str,
+    is_file: bool,
+    names: Any,
+    budget: Budget,
+    skipped: list[Any],
+    rules_from_above: bool = True,
 ) -> Iterator[tuple[str, bytes | str]]:
     if is_file:
         try:
@@ -81,7 +87,7 @@ def _candidates(
         skipped.append((rel, exc.strerror or "cannot be read"))
 
     try:
-        for found in walk(ws, target, budget, on_error=on_error):
+        for found in walk(ws, target, budget, on_error=on_error, rules_from_above=rules_from_above):
             if found.kind != "file" or (names is not None and not names.match(found.name)):
                 continue
             budget.check()
@@ -124,13 +130,19 @@ def grep_python(
         import fnmatch
         import re
 
-        alts = "|".join(fnmatch.translate(p) for p in expand_braces(q.file_pattern))
+        alts = "|".join(
+            [fnmatch.translate(p) for p in expand_braces(q.file_pattern)]
+            + [re.escape(q.file_pattern) + r"\Z"]  # a name spelled like the pattern
+        )
         names = re.compile(alts)
     res = GrepResult([], 0, False, [], "python")
     found: list[FileHits] = []
     total = 0
     with LineMatcher(q, budget) as matcher:
-        for rel, data in _candidates(ws, target, is_file, names, budget, res.skipped):
+        found_files = _candidates(
+            ws, target, is_file, names, budget, res.skipped, q.rules_from_above
+        )
+        for rel, data in found_files:
             if isinstance(data, str):
                 res.skipped.append((rel, data))
                 continue

@@ -15,6 +15,7 @@ skipped with rg's reason.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import selectors
@@ -79,6 +80,8 @@ def rg_command(rg: str, q: GrepQuery) -> list[str]:
         cmd += ["--context", str(q.context)]
     for pat in expand_braces(q.file_pattern) if q.file_pattern else []:
         cmd += ["--glob", pat]
+    if q.file_pattern and rg_glob_escape(q.file_pattern) != q.file_pattern:
+        cmd += ["--glob", rg_glob_escape(q.file_pattern)]  # a name spelled like the pattern
     cmd += RG_WALK_ARGS  # after the user's globs: the last matching glob wins
     cmd += ["--regexp", q.pattern]
     return cmd
@@ -259,7 +262,8 @@ def grep_rg(
         stdin_fh = ws.open_read(target)
         cmd.append("-")
     else:
-        lines = rg_ignore_lines(rules_above(ws, target)) if target != "." else []
+        above = target != "." and q.rules_from_above
+        lines = rg_ignore_lines(rules_above(ws, target)) if above else []
         if lines:
             ignore_file = tempfile.NamedTemporaryFile(
                 "w", encoding="utf-8", suffix=".gitignore", prefix="octos-grep-"
@@ -331,7 +335,7 @@ def _search_too_long(
         return  # not in the workspace (anymore): nothing to report
     if not (stat_mod.S_ISDIR(mode) or stat_mod.S_ISREG(mode)):
         return
-    sub_q = GrepQuery(q.pattern, q.ignore_case, q.context, left, q.file_pattern)
+    sub_q = dataclasses.replace(q, limit=left)
     try:
         sub = grep_python(ws, folder, stat_mod.S_ISREG(mode), sub_q, budget)
     except ToolError as exc:

@@ -59,6 +59,7 @@ __all__ = [
     "VENV_SCAN_DEPTH",
     "IgnoreRules",
     "default_skip",
+    "hidden_prefix",
     "is_internal_path",
     "rg_glob_escape",
     "rg_ignore_lines",
@@ -268,34 +269,51 @@ def rules_above(ws: Workspace, target: str) -> IgnoreRules:
     Directories are opened from the root without following links; a missing one ends
     the chain (the caller reports the path's own error).
     """
+    return _chain(ws, target)[0]
+
+
+def hidden_prefix(ws: Workspace, target: str) -> str | None:
+    """The first of ``target``'s folders, from the root down to ``target`` itself
+    (workspace-relative), that the rules above it ignore, or ``None``: a walk from the
+    root would never show ``target``. ripgrep searches a path it is given whatever the
+    ignore rules say; a grep on such a path lifts the rules from above it
+    (:func:`._walk.walk` with ``rules_from_above=False``)."""
+    return _chain(ws, target)[1]
+
+
+def _chain(ws: Workspace, target: str) -> tuple[IgnoreRules, str | None]:
     parts = [] if target in ("", ".") else target.split("/")
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
     rules = IgnoreRules()
+    hidden: str | None = None
     try:
         fd = os.open(ws.root, flags)
     except OSError:
-        return rules
+        return rules, hidden
     try:
         rel = ""
         for i in range(len(parts) + 1):
             try:
                 names = os.listdir(fd)
             except OSError:
-                return rules
+                return rules, hidden
             rules = rules.enter(rel, fd, names)
             if i == len(parts):
                 break
+            nxt_rel = parts[i] if not rel else f"{rel}/{parts[i]}"
+            if hidden is None and rules.ignored(nxt_rel, True):
+                hidden = nxt_rel
             try:
                 nxt = os.open(parts[i], flags, dir_fd=fd)
             except OSError:
-                return rules
+                return rules, hidden
             os.close(fd)
             fd = nxt
-            rel = parts[i] if not rel else f"{rel}/{parts[i]}"
+            rel = nxt_rel
     finally:
         os.close(fd)
-    return rules
+    return rules, hidden
 
 
 def _rooted(base: str, line: str) -> str | None:

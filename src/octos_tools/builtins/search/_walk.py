@@ -105,6 +105,7 @@ def walk(
     on_skip: Callable[[str, str], None] | None = None,
     explicit: frozenset[str] = frozenset(),
     max_depth: int | None = None,
+    rules_from_above: bool = True,
 ) -> Iterator[Found]:
     """Every entry below the directory ``start`` that the rule lets exist.
 
@@ -120,6 +121,9 @@ def walk(
         explicit: folders the caller names (and their parents): entered even when
             :func:`._rules.default_skip` would skip them.
         max_depth: folders this many levels below ``start`` are checked but not entered.
+        rules_from_above: ``False``: the ignore rules of the folders above ``start`` do not
+            apply (a path named by the user that they hide, :func:`._rules.hidden_prefix`);
+            ``start``'s own ``.gitignore`` and those below it still do.
 
     Raises:
         OSError: ``start`` cannot be opened.
@@ -129,7 +133,10 @@ def walk(
     fd = open_dir(ws, base)
     try:
         first = _scan(fd)
-        top_rules = rules_above(ws, base or ".")
+        if rules_from_above:
+            top_rules = rules_above(ws, base or ".")
+        else:
+            top_rules = IgnoreRules().enter(base, fd, (e[1] for e in first))
     except BaseException:
         os.close(fd)
         raise
@@ -184,7 +191,9 @@ def walk(
                 os.close(dfd)
 
 
-def skipped_folders(ws: Workspace, start: str, budget: Budget) -> list[tuple[str, str]]:
+def skipped_folders(
+    ws: Workspace, start: str, budget: Budget, *, rules_from_above: bool = True
+) -> list[tuple[str, str]]:
     """``(rel, reason)`` of the folders not entered by default in the first
     :data:`._rules.VENV_SCAN_DEPTH` levels below the directory ``start`` (the pre-pass of
     the rg engine: rg is told to exclude the virtual environments among them; both grep
@@ -196,6 +205,13 @@ def skipped_folders(ws: Workspace, start: str, budget: Budget) -> list[tuple[str
     """
     out: list[tuple[str, str]] = []
     depth = VENV_SCAN_DEPTH
-    for _ in walk(ws, start, budget, on_skip=lambda r, w: out.append((r, w)), max_depth=depth):
+    for _ in walk(
+        ws,
+        start,
+        budget,
+        on_skip=lambda r, w: out.append((r, w)),
+        max_depth=depth,
+        rules_from_above=rules_from_above,
+    ):
         pass
     return out

@@ -10,7 +10,10 @@
   :mod:`.content` says.
 * The output is headed by ``URL:``, ``Redirected from:`` (if any), ``Status:``,
   ``Content-Type:`` and ``Length:`` lines (characters of text, or for binary content, which
-  is not shown, the body's size in bytes); non-2xx is ``http_error`` carrying ``status``.
+  is not shown, the body's size in bytes); non-2xx is ``http_error`` carrying ``status``
+  and the start of the body, where a server says why (a 403's block page, a 429's rate
+  limit; at most :data:`ERROR_BODY_BYTES` read, :data:`ERROR_BODY_CHARS` shown, HTML as
+  text), and ``retry_after`` when the server sent ``Retry-After``.
 
 Error kinds: ``invalid_arguments`` (bad URL or scheme), ``network_refused`` (SSRF guard),
 ``http_error`` (non-2xx status, a redirect without ``Location``, more than 10 redirects),
@@ -38,7 +41,17 @@ if TYPE_CHECKING:
 
     from ...context import ToolContext
 
-__all__ = ["MAX_REDIRECTS", "WebFetchTool", "canonical_numeric_host"]
+__all__ = [
+    "ERROR_BODY_BYTES",
+    "ERROR_BODY_CHARS",
+    "MAX_REDIRECTS",
+    "WebFetchTool",
+    "canonical_numeric_host",
+]
+
+#: Bytes of a 4xx/5xx body read at most, and characters of its text kept in the error.
+ERROR_BODY_BYTES = 64 * 1024
+ERROR_BODY_CHARS = 2_000
 
 #: Redirects followed at most (octos ``web_fetch``).
 MAX_REDIRECTS = 10
@@ -129,12 +142,7 @@ class WebFetchTool(TypedTool):
                             current = _parse_url(_join(current, location), redirect=True)
                             continue
                         if not 200 <= status < 300:
-                            raise ToolError(
-                                ErrorKind.HTTP_ERROR,
-                                f"HTTP {status} {response.reason_phrase} for {current}",
-                                status=status,
-                                url=str(current),
-                            )
+                            raise await self._status_error(response, current)
                         body, cut = await self._read_capped(response)
                         headers = response.headers
                 except TIMEOUT_ERRORS as exc:
@@ -164,8 +172,42 @@ class WebFetchTool(TypedTool):
             host, port, allow_private=self.config.allow_private_hosts, allowed=self.allowed
         )
 
-    async def _read_capped(self, response: httpx2.Response) -> tuple[bytes, bool]:
-        cap = self.config.max_body_bytes
+    async def _status_error(self, response: httpx2.Response, url: httpx2.URL) -> ToolError:
+        """``http_error`` for a non-2xx response, with the start of its body as text (the
+        server's reason) and ``Retry-After`` when given."""
+        from ._net import NETWORK_ERRORS, TIMEOUT_ERRORS
+
+        status = response.status_code
+        details: JSONObject = {"status": status, "url": str(url)}
+        message = f"HTTP {status} {response.reason_phrase} for {url}"
+        retry = response.headers.get("retry-after")
+        if retry:
+            details["retry_after"] = retry[:100]
+            message += f" (Retry-After: {retry[:100]})"
+        try:
+            cap = min(ERROR_BODY_BYTES, self.config.max_body_bytes)
+            raw, cut = await self._read_capped(response, cap)
+        except (*TIMEOUT_ERRORS, *NETWORK_ERRORS):
+            return ToolError(ErrorKind.HTTP_ERROR, message, **details)
+        content_type = response.headers.get("content-type", "")
+        if raw and (is_text(content_type, raw) or is_html(content_type, raw)):
+            text, _ = decode_body(raw, content_type, cut=cut)
+            if is_html(content_type, raw):
+                text, _ = await anyio.to_thread.run_sync(html_to_text, text)
+            text = " ".join(text.split())
+            if len(text) > ERROR_BODY_CHARS:
+                text = text[:ERROR_BODY_CHARS] + " … (body cut)"
+            if text:
+                details["body"] = text
+                message += f". The response body says: {text}"
+        elif raw:
+            message += f" ({len(raw)} bytes of binary body, not shown)"
+        return ToolError(ErrorKind.HTTP_ERROR, message, **details)
+
+    async def _read_capped(
+        self, response: httpx2.Response, cap: int | None = None
+    ) -> tuple[bytes, bool]:
+        cap = self.config.max_body_bytes if cap is None else cap
         body = bytearray()
         async for chunk in response.aiter_bytes():
             room = cap - len(body)
