@@ -162,9 +162,13 @@ class FilesConfig(_Model):
         durable_writes: ``fsync`` every written file and its folder, so a finished write
             survives a power cut or kernel crash (off: atomic, not synced; see
             :mod:`octos_tools.workspace._atomic`).
+        unchanged_reads: a ``read_file`` repeating, in one session, a read of unchanged
+            content answers a short ``[FILE_UNCHANGED]`` line (octos's file-state cache;
+            see :mod:`octos_tools.builtins.files._seen`).
     """
 
     durable_writes: bool = False
+    unchanged_reads: bool = True
 
 
 class McpServerConfig(_Model):
