@@ -143,6 +143,7 @@ def register_builtins(
         if unknown:
             raise ValueError(f"unknown built-in families: {', '.join(sorted(unknown))}")
         chosen = [f for f in FAMILIES if f in wanted]
+    workspace.history_config = config.history  # the [history] settings its checkpoints use
     before = set(registry.names())
     for family in chosen:
         module = importlib.import_module(f"{__name__}.{family}")

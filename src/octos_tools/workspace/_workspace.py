@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from ._commit import Committing
 from ._links import LinkSearch, find_hard_links
@@ -48,6 +49,10 @@ class Workspace(Committing, Listing):
     (see :mod:`octos_tools.workspace._state`); this costs one failed ``open`` when there is
     none.
     """
+
+    history_config: Any = None
+    """The ``[history]`` settings (:class:`~octos_tools.config.HistoryConfig`) of the
+    checkpoints recorded here; ``None``: the defaults (:mod:`octos_tools.history`)."""
 
     def __init__(self, root: str | os.PathLike[str], *, durable_writes: bool = False) -> None:
         super().__init__(root)
