@@ -83,6 +83,9 @@ class ErrorKind(str, Enum):
     """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"
     """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
+    HISTORY_UNAVAILABLE = "history_unavailable"
+    """The workspace history store cannot be used (off, git missing, corrupt, full or
+    unwritable); the message says why. Writes are never blocked by it."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
