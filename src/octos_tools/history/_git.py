@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["GitError", "GitRunner"]
+__all__ = ["EMAIL", "IDENT", "GitError", "GitRunner"]
 
 _CONFIG = (
     "core.hooksPath=/dev/null",
@@ -36,8 +36,8 @@ _CONFIG = (
     "diff.external=",
     "advice.addEmbeddedRepo=false",
 )
-_IDENT = "octos-tools"
-_EMAIL = "octos-tools@localhost"
+IDENT = "octos-tools"
+EMAIL = "octos-tools@localhost"
 
 
 class GitError(Exception):
@@ -75,10 +75,10 @@ class GitRunner:
             "GIT_LITERAL_PATHSPECS": "1",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_AUTHOR_NAME": _IDENT,
-            "GIT_AUTHOR_EMAIL": _EMAIL,
-            "GIT_COMMITTER_NAME": _IDENT,
-            "GIT_COMMITTER_EMAIL": _EMAIL,
+            "GIT_AUTHOR_NAME": IDENT,
+            "GIT_AUTHOREMAIL": EMAIL,
+            "GIT_COMMITTER_NAME": IDENT,
+            "GIT_COMMITTEREMAIL": EMAIL,
         }
         self.env = env
         self.prefix = [exe, "--no-replace-objects"]

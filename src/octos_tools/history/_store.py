@@ -11,10 +11,11 @@ Layout, under the workspace's per-user state folder
         lock      flock: one writer of the store at a time, across processes
 
 A checkpoint is a commit whose tree is the workspace as last recorded: a file tool updates
-only the paths it changed (``ls-files`` on those paths, ``update-index``, ``write-tree``,
-``commit-tree``); a command (``exec_command``) and a restore scan the whole tree
-(``ls-files --others --modified --deleted``, answered from the index's stat cache). Its
-message names the tool, the call id, the session and the changed paths, and the paths
+only the paths it changed (``update-index`` and ``write-tree``, with ``ls-files`` first for a
+path this process has not recorded yet; the commit object is written directly, as
+``commit-tree`` would write it); a command (``exec_command``) and a restore scan the whole
+tree (``ls-files --others --modified --deleted``, answered from the index's stat cache).
+Its message names the tool, the call id, the session and the changed paths, and the paths
 skipped (over ``max_file_bytes``; a nested repository, recorded neither as files nor as a
 gitlink). ``.gitignore`` rules apply (``--exclude-standard``); ``.git`` entries are never
 recorded and never renamed; our own temporary files are excluded.
@@ -31,13 +32,17 @@ until the store fits or one checkpoint is left.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat as stat_mod
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._git import EMAIL as _EMAIL
+from ._git import IDENT as _IDENT
 from ._git import GitError, GitRunner
 
 try:
@@ -217,17 +222,27 @@ class HistoryStore:
     def scan(self, paths: Sequence[str] | None) -> Scan:
         """Bring the index up to date with the workspace for ``paths`` (all when ``None``);
         the caller holds :meth:`locked`."""
-        spec = ["--", *paths] if paths is not None else []
         if paths is not None and not paths:
             return Scan()
-        out = self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard", *spec)
         removed: set[str] = set()
         present: set[str] = set()
-        for item in out.split(b"\0"):
-            if len(item) < 3:
-                continue
-            tag, rel = item[:1], os.fsdecode(item[2:])
-            (removed if tag == b"R" else present).add(rel)
+        # paths this process recorded before are in the index: git's ignore rules no longer
+        # apply to them, so they need no listing (one process less per edit)
+        ask = None if paths is None else [p for p in paths if p not in self._stats]
+        if paths is not None:
+            for rel in paths:
+                if rel in self._stats:
+                    (present if os.path.lexists(self.root / rel) else removed).add(rel)
+        if ask is None or ask:
+            spec = ["--", *ask] if ask is not None else []
+            out = self.git.run(
+                "ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard", *spec
+            )
+            for item in out.split(b"\0"):
+                if len(item) < 3:
+                    continue
+                tag, rel = item[:1], os.fsdecode(item[2:])
+                (removed if tag == b"R" else present).add(rel)
         present -= removed
         scan = Scan()
         update: list[str] = sorted(removed)
@@ -253,10 +268,15 @@ class HistoryStore:
         if drop:
             self.git.run("update-index", "-z", "--force-remove", "--stdin", data=_z(drop))
         scan.changed = sorted(set(update) | set(drop))
-        for rel in scan.changed:
-            with contextlib.suppress(OSError):
+        for rel in update:
+            try:
                 st = os.lstat(self.root / rel)
-                self._stats[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            except OSError:
+                self._stats.pop(rel, None)
+                continue
+            self._stats[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        for rel in drop:
+            self._stats.pop(rel, None)
         return scan
 
     def known_unchanged(self, paths: Sequence[str]) -> bool:
@@ -298,7 +318,8 @@ class HistoryStore:
                 if head is None:
                     paths = None  # the first checkpoint records the whole tree
                 scan = self.scan(paths)
-                return self._commit(head, scan, tool, call_id, session, summary)
+                changed = None if paths is None else scan.changed
+                return self._commit(head, scan, tool, call_id, session, summary, changed=changed)
         except GitError as exc:
             raise HistoryUnavailable(str(exc)) from None
         except OSError as exc:
@@ -328,10 +349,7 @@ class HistoryStore:
         if len(changed) > len(shown):
             lines.append(f"Changed: … {len(changed) - len(shown)} more")
         lines += [f"Skipped: {p} ({why})" for p, why in sorted(scan.skipped.items())[:50]]
-        args = ["commit-tree", tree]
-        if head is not None:
-            args += ["-p", head[0]]
-        commit = self.git.run(*args, data=("\n".join(lines) + "\n").encode()).decode().strip()
+        commit = self._write_commit(tree, head[0] if head else None, "\n".join(lines) + "\n")
         count = (head[2] if head else 0) + 1
         self._set_head(commit, tree, count)
         self._since_quota += 1
@@ -339,6 +357,23 @@ class HistoryStore:
             self._since_quota = 0
             self.collect()
         return Checkpoint(commit, tuple(changed), tuple(sorted(scan.skipped.items())))
+
+    def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
+        """Write a commit object (what ``git commit-tree`` writes: a zlib-compressed loose
+        object named by its SHA-1) without starting a process; return its id."""
+        ident = f"{_IDENT} <{_EMAIL}> {int(time.time())} +0000"
+        head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+        body = f"{head}author {ident}\ncommitter {ident}\n\n{message}".encode()
+        obj = b"commit %d\0" % len(body) + body
+        sha = hashlib.sha1(obj).hexdigest()  # git's object name
+        folder = self.git_dir / "objects" / sha[:2]
+        path = folder / sha[2:]
+        if not path.exists():
+            folder.mkdir(exist_ok=True)
+            tmp = folder / f"tmp-{os.getpid()}-{sha[2:8]}"
+            tmp.write_bytes(zlib.compress(obj))
+            os.replace(tmp, path)
+        return sha
 
     def _changed_between(self, old: str, new: str, path: str | None = None) -> list[str]:
         return [c.path for c in self.tree_changes(old, new, path)]
