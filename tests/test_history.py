@@ -157,7 +157,9 @@ async def test_ignored_and_oversized_files_are_not_recorded_and_never_removed(
     reg = _registry(tmp_path, max_file_bytes=100)
     await run(reg, "write_file", {"path": "small.txt", "content": "t\n"})
     base = (await _log(reg))[-1]["commit"]
-    res = await run(reg, "exec_command", {"cmd": "head -c 1000 /dev/zero > big.bin; echo s > s2.txt"})
+    res = await run(
+        reg, "exec_command", {"cmd": "head -c 1000 /dev/zero > big.bin; echo s > s2.txt"}
+    )
     assert res.success
     store, _ = history_for(reg.workspace)  # type: ignore[arg-type]
     assert store is not None
