@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "MAX_SCAN_FILES",
     "REF",
     "Checkpoint",
     "HistoryStore",
@@ -63,6 +64,9 @@ __all__ = [
 REF = "refs/octos/checkpoints"
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _LOCK_WAIT_SECS = 10.0
+MAX_SCAN_FILES = 100_000
+"""A scan finding more new or changed files than this records nothing (the checkpoint is
+skipped, saying why): a workspace that large (a home folder) is not copied into the store."""
 _MAX_LISTED_PATHS = 50
 _EXCLUDES = ".git\n.octos-tmp-*\n"
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
@@ -244,6 +248,11 @@ class HistoryStore:
                 tag, rel = item[:1], os.fsdecode(item[2:])
                 (removed if tag == b"R" else present).add(rel)
         present -= removed
+        if len(present) > MAX_SCAN_FILES:
+            raise HistoryUnavailable(
+                f"{len(present):,} files changed or unrecorded at once, more than the history "
+                f"records in one checkpoint ({MAX_SCAN_FILES:,}); is the workspace a home folder?"
+            )
         scan = Scan()
         update: list[str] = sorted(removed)
         drop: list[str] = []
