@@ -165,11 +165,12 @@ class FilesConfig(_Model):
             :mod:`octos_tools.workspace._atomic`).
         unchanged_reads: a ``read_file`` repeating, in one session, a read of unchanged
             content answers a short ``[FILE_UNCHANGED]`` line (octos's file-state cache;
-            see :mod:`octos_tools.builtins.files._seen`).
+            see :mod:`octos_tools.builtins.files._seen`). Off by default: the server cannot
+            see a host's parallel calls or context compaction.
     """
 
     durable_writes: bool = False
-    unchanged_reads: bool = True
+    unchanged_reads: bool = False
 
 
 class HistoryConfig(_Model):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from octos_tools.builtins import files
+from octos_tools.builtins.files import _seen
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
@@ -16,6 +17,14 @@ from octos_tools.tool import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
+
+
+ON = Config.model_validate({"files": {"unchanged_reads": True}})
+
+
+@pytest.fixture(autouse=True)
+def no_min_age(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_seen, "MIN_AGE_SECS", 0.0)
 
 
 @pytest.fixture
@@ -29,7 +38,7 @@ def ctx(ws: Workspace) -> ToolContext:
 
 
 async def call(cls: type[Tool], ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-    tool = cls(ctx.workspace, Config())  # type: ignore[call-arg]
+    tool = cls(ctx.workspace, ON)  # type: ignore[call-arg]
     try:
         return await tool.execute_with_context(ctx, args)
     except ToolError as exc:
@@ -120,14 +129,22 @@ async def test_unchanged_never_hides_text_not_shown_in_this_session(
     assert "L1" in res.output
 
 
-async def test_unchanged_reads_can_be_turned_off(ws: Workspace) -> None:
+async def test_unchanged_reads_are_off_by_default(ws: Workspace) -> None:
     (ws.root / "f.txt").write_text("x\n")
-    config = Config.model_validate({"files": {"unchanged_reads": False}})
-    tool = files.ReadFileTool(ws, config)
+    tool = files.ReadFileTool(ws, Config())
     ctx = ToolContext(workspace=ws)
     for _ in range(2):
         res = await tool.execute_with_context(ctx, {"path": "f.txt"})
         assert "x" in res.output and "UNCHANGED" not in res.output
+
+
+async def test_a_read_repeated_in_the_same_burst_gets_the_text(
+    ws: Workspace, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_seen, "MIN_AGE_SECS", 60.0)  # a parallel batch: no answer seen yet
+    (ws.root / "g.txt").write_text("gee\n")
+    for _ in range(3):
+        assert "gee" in (await call(files.ReadFileTool, ctx, {"path": "g.txt"})).output
 
 
 async def test_write_file_keeps_bom_and_crlf_and_says_so(ws: Workspace, ctx: ToolContext) -> None:

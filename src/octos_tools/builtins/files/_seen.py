@@ -12,10 +12,13 @@ file's bytes as the model last knew them, a copy of that text (files up to
 * **unchanged reads** (octos ``file_state_cache.rs``): a ``read_file`` that repeats, in
   this session, a read answered in full (same path, same range, same file bytes) answers a
   short ``[FILE_UNCHANGED]`` line instead of the same text again. Content is never hidden:
-  the answer is given only when this session was shown exactly that text; a write by the
-  session forgets the file's reads; and the same read asked again right after such an
-  answer gets the full text (the model evidently no longer has it). A host that drops
-  earlier turns from the model's context (compaction) calls :func:`forget_reads`.
+  the answer is given only when this session was shown exactly that text at least
+  :data:`MIN_AGE_SECS` before (calls of one parallel batch are issued before any answer
+  is seen); a write by the session forgets the file's reads; and the same read asked
+  again right after such an answer gets the full text (the model evidently no longer has
+  it). A host that drops earlier turns from the model's context (compaction) calls
+  :func:`forget_reads`. Off unless ``files.unchanged_reads = true``: what a host keeps of
+  its context is not visible to the server.
 
 Limits as octos: 100 files, about 25 MiB of kept text (least recently used dropped).
 """
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_FILES",
     "MAX_KEPT_CHARS",
+    "MIN_AGE_SECS",
     "SeenFile",
     "SeenFiles",
     "forget_reads",
@@ -46,6 +50,8 @@ __all__ = [
 ]
 
 MAX_FILES = 100
+MIN_AGE_SECS = 2.0
+"""An "unchanged" answer needs the full answer to be at least this old (seconds)."""
 MAX_KEPT_CHARS = 256 << 10
 """Text of files up to this many characters is kept, so a stale edit can show a diff."""
 _MAX_TOTAL_CHARS = 25 << 20
@@ -63,7 +69,7 @@ class SeenFile:
     digest: bytes
     text: str | None
     at: float
-    reads: set[ReadKey] = field(default_factory=set)
+    reads: dict[ReadKey, float] = field(default_factory=dict)  # read -> when answered
     answered_unchanged: ReadKey | None = None
 
 
@@ -101,7 +107,7 @@ class SeenFiles:
                 rec = self._put(rel, data, text)
             else:
                 self._files.move_to_end(rel)
-            rec.reads.add(key)
+            rec.reads[key] = time.monotonic()
             rec.answered_unchanged = None
 
     def unchanged(self, rel: str, data: bytes, key: ReadKey) -> SeenFile | None:
@@ -112,6 +118,8 @@ class SeenFiles:
             rec = self._files.get(rel)
             if rec is None or key not in rec.reads or rec.answered_unchanged == key:
                 return None
+            if time.monotonic() - rec.reads[key] < MIN_AGE_SECS:
+                return None  # maybe the same batch: its first answer not seen yet
             if rec.digest != _digest(data):
                 return None
             rec.answered_unchanged = key

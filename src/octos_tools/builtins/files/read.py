@@ -323,8 +323,7 @@ class ReadFileTool(FileTool):
     A header line names a BOM, an encoding other than UTF-8 and CRLF / CR / mixed line
     endings. A read that repeats, in this session, a read of the same lines of the same
     bytes answers ``[FILE_UNCHANGED]`` (octos's file-state cache; never hiding text this
-    session was not shown, see :mod:`._seen`; ``files.unchanged_reads = false`` turns it
-    off).
+    session was not shown, see :mod:`._seen`; opt-in: ``files.unchanged_reads = true``).
 
     Source: octos ``read_file`` (octos ``crates/octos-agent/src/tools/read_file.rs``);
     empty-file success, range errors, column ranges and ``lines_cut`` are ours.
@@ -335,7 +334,7 @@ class ReadFileTool(FileTool):
     description = "Read a text file as numbered lines; use start_line/end_line for long files."
     concurrency_class = ConcurrencyClass.SAFE
 
-    unchanged_reads = True
+    unchanged_reads = False
     """Answer a repeated read of unchanged content with a short line (:mod:`._seen`)."""
 
     def __init__(self, workspace: Workspace | None = None, config: Config | None = None) -> None:
