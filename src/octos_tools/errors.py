@@ -86,6 +86,9 @@ class ErrorKind(str, Enum):
     HISTORY_UNAVAILABLE = "history_unavailable"
     """The workspace history store cannot be used (off, git missing, corrupt, full or
     unwritable); the message says why. Writes are never blocked by it."""
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    """A command should run in a sandbox mode that nothing on this machine can enforce; it
+    was not run (the message names the cause and the fix: ``octos-tools sandbox check``)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
