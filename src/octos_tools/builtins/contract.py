@@ -15,9 +15,10 @@ The project is *ready* when every deliverable pattern matches at least one file 
 validator exits 0. The report names each missing deliverable and each failing validator
 with the tail of its output; ``only_not_ready`` leaves out what passed.
 
-Validators run through :func:`run_validator`, the one seam where the sandbox runs them
-read-only once ``octos_tools.sandbox`` is there; until then they run as the workspace's
-commands do, which is why the tool is Exclusive (removed by ``--read-only``).
+Validators run through :func:`run_validator` in the ``read-only`` sandbox
+(:func:`octos_tools.sandbox.wrap_command`): they can read the workspace and write nothing,
+so the tool is Safe; where that sandbox cannot be enforced a validator does not run
+(``sandbox_unavailable``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..context import ToolContext
     from ..registry import ToolRegistry
+    from ..sandbox import SandboxSettings
     from ..workspace import Workspace
 
 __all__ = [
@@ -66,19 +68,43 @@ class ValidatorRun:
     tail: str
 
 
-def run_validator(command: str, cwd: Path, timeout_secs: float) -> ValidatorRun:
-    """Run one validator's ``command`` (``sh -c``) in ``cwd``, at most ``timeout_secs``.
+def run_validator(
+    command: str,
+    cwd: Path,
+    timeout_secs: float,
+    settings: SandboxSettings | None = None,
+    workspace: Path | None = None,
+) -> ValidatorRun:
+    """Run one validator's ``command`` (``sh -c``) in ``cwd``, at most ``timeout_secs``,
+    under the sandbox ``settings`` (read-only: :func:`octos_tools.sandbox.wrap_command`);
+    ``None`` runs it unconfined.
 
-    The seam for the sandbox: this is where the command will be wrapped to run read-only.
+    Raises:
+        ToolError: ``sandbox_unavailable`` when the sandbox cannot be enforced here.
     """
-    proc = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    argv = ["/bin/sh", "-c", command]
+    env = dict(os.environ)
+    spawn = None
+    if settings is not None:
+        from ..sandbox import wrap_command
+
+        spawn = wrap_command(argv, cwd, env, settings, workspace)
+        argv, env = spawn.argv, spawn.env
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=spawn.pass_fds if spawn is not None else (),
+            preexec_fn=spawn.preexec if spawn is not None else None,
+        )
+    finally:
+        if spawn is not None:
+            spawn.close()
     try:
         out, _ = proc.communicate(timeout=timeout_secs)
         code: int | None = proc.returncode
@@ -105,7 +131,9 @@ class CheckWorkspaceContractTool(WorkspaceTool):
         "passing; reports ready or what is missing."
     )
     tags = ("gateway", "workspace")
-    concurrency_class = ConcurrencyClass.EXCLUSIVE
+    concurrency_class = ConcurrencyClass.SAFE
+    sandbox: SandboxSettings | None = None
+    """The sandbox validators run under (read-only when registered from a config)."""
 
     class Args(ToolArgs):
         project: str | None = Field(None, description="Subfolder holding the contract.")
@@ -161,7 +189,7 @@ class CheckWorkspaceContractTool(WorkspaceTool):
                 timeout = v.get("timeout_secs", 120)
                 if not isinstance(timeout, (int, float)) or not 0 < timeout <= _MAX_TIMEOUT:
                     timeout = 120
-                run = run_validator(command, root, float(timeout))
+                run = run_validator(command, root, float(timeout), self.sandbox, ws.root)
                 ok = run.exit_code == 0
                 ready &= ok
                 entry: JSONObject = {"validator": label, "ok": ok, "exit_code": run.exit_code}
@@ -202,5 +230,9 @@ def _matches(root: Path, pattern: str) -> list[str]:
 
 
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:
-    """Register ``check_workspace_contract``."""
-    registry.register(CheckWorkspaceContractTool(workspace))
+    """Register ``check_workspace_contract``; its validators run read-only."""
+    from ..sandbox import settings_from_config
+
+    tool = CheckWorkspaceContractTool(workspace)
+    tool.sandbox = settings_from_config(config, mode="read-only")
+    registry.register(tool)
