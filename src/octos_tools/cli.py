@@ -57,6 +57,12 @@ app = typer.Typer(
 )
 policy_app = typer.Typer(help="Inspect tool policies.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(policy_app, name="policy")
+history_app = typer.Typer(
+    help="Workspace history: list, diff and restore checkpoints (docs/history.md).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(history_app, name="history")
 sandbox_app = typer.Typer(
     help="Inspect the commands' sandbox.", no_args_is_help=True, rich_markup_mode=None
 )
@@ -394,6 +400,59 @@ def call(
         _stderr_line("error", f"{kind}: {message}" if message else str(kind), "31")
         if exit_code:
             raise typer.Exit(EXIT_TOOL_FAILED)
+
+
+def _history_call(
+    tool: str, args: dict[str, Any], workspace: Path | None, config: Path | None, js: bool
+) -> None:
+    """One call of a history tool, as ``octos-tools call`` runs it (exit 1 when it fails)."""
+    given = {k: v for k, v in args.items() if v is not None}
+    call(tool, json.dumps(given), workspace, config, js, exit_code=True)
+
+
+@history_app.command("log")
+def history_log(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many checkpoints.")] = 20,
+    project: Annotated[str | None, typer.Option(help="Only this subfolder.")] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """List the workspace's checkpoints, newest first (the workspace_log tool)."""
+    _history_call(
+        "workspace_log", {"limit": limit, "project": project}, workspace, config, json_output
+    )
+
+
+@history_app.command("diff")
+def history_diff(
+    from_commit: Annotated[str, typer.Argument(help="Older checkpoint id.")],
+    to_commit: Annotated[str | None, typer.Argument(help="Newer checkpoint (newest).")] = None,
+    file: Annotated[str | None, typer.Option("--file", help="Only this file.")] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Show a unified diff between two checkpoints (the workspace_diff tool)."""
+    args = {"from_commit": from_commit, "to_commit": to_commit, "file": file}
+    _history_call("workspace_diff", args, workspace, config, json_output)
+
+
+@history_app.command("restore")
+def history_restore(
+    commit: Annotated[str, typer.Argument(help="Checkpoint id.")],
+    file: Annotated[str | None, typer.Option("--file", help="Only this file.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files changed outside the history.")
+    ] = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+) -> None:
+    """Restore one file or the whole workspace to a checkpoint (the workspace_restore
+    tool); the restore is itself a checkpoint."""
+    args = {"commit": commit, "file": file, "force": force or None}
+    _history_call("workspace_restore", args, workspace, config, json_output)
 
 
 def _write_stdout(text: str) -> None:

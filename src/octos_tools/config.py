@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_DEFERRED_GROUPS",
     "Config",
     "FilesConfig",
+    "HistoryConfig",
     "ImageConfig",
     "LifecycleConfig",
     "LimitsConfig",
@@ -163,9 +164,29 @@ class FilesConfig(_Model):
         durable_writes: ``fsync`` every written file and its folder, so a finished write
             survives a power cut or kernel crash (off: atomic, not synced; see
             :mod:`octos_tools.workspace._atomic`).
+        unchanged_reads: a ``read_file`` repeating, in one session, a read of unchanged
+            content answers a short ``[FILE_UNCHANGED]`` line (octos's file-state cache;
+            see :mod:`octos_tools.builtins.files._seen`). Off by default: the server cannot
+            see a host's parallel calls or context compaction.
     """
 
     durable_writes: bool = False
+    unchanged_reads: bool = False
+
+
+class HistoryConfig(_Model):
+    """Workspace history (docs/history.md).
+
+    Attributes:
+        enabled: record a checkpoint around every call that may change files.
+        max_file_bytes: files larger than this are not recorded (listed as skipped).
+        max_store_bytes: the store's size quota; over it the oldest checkpoints are
+            collected.
+    """
+
+    enabled: bool = True
+    max_file_bytes: int = Field(5_000_000, ge=0, le=1 << 40)
+    max_store_bytes: int = Field(1 << 30, ge=1 << 16, le=1 << 50)
 
 
 class McpServerConfig(_Model):
@@ -363,7 +384,7 @@ class Config(_Model):
         context_filter: tags; only tools with no tags or one of these are shown.
         deferred_groups: groups deferred when too many tools are visible.
         base_tools: tool names never evicted by the LRU.
-        lifecycle, limits, files, shell, web: see their classes.
+        lifecycle, limits, files, history, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
@@ -387,6 +408,7 @@ class Config(_Model):
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)  # type: ignore[arg-type]
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
     files: FilesConfig = Field(default_factory=FilesConfig)  # type: ignore[arg-type]
+    history: HistoryConfig = Field(default_factory=HistoryConfig)  # type: ignore[arg-type]
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]

@@ -84,6 +84,9 @@ class ErrorKind(str, Enum):
     """The file system is full (ENOSPC); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"
     """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
+    HISTORY_UNAVAILABLE = "history_unavailable"
+    """The workspace history store cannot be used (off, git missing, corrupt, full or
+    unwritable); the message says why. Writes are never blocked by it."""
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     """A command should run in a sandbox mode that nothing on this machine can enforce; it
     was not run (the message names the cause and the fix: ``octos-tools sandbox check``)."""

@@ -43,6 +43,7 @@ import types
 from asyncio.events import _get_running_loop  # the C fast path; None off asyncio
 from collections.abc import Generator, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -53,6 +54,7 @@ from .arguments import parse_arguments, validate_arguments
 from .context import _CURRENT, ToolContext
 from .errors import ErrorKind, ToolError
 from .function_tool import to_result
+from .history import around_call
 from .output import cap_output, redact_secrets, redact_value
 from .tool import ConcurrencyClass, Tool, ToolResult, ok_result
 from .typed import ToolArgs, validate_arguments_of
@@ -220,15 +222,20 @@ async def run_call(
     try:
         if name in registry._spawn_only:
             result = _spawn(registry, tool, args, ctx)
+        elif tool.concurrency_class is _EXCLUSIVE:
+            # the workspace history's checkpoints around a call that may change files
+            run = partial(dispatch, tool, args, ctx, registry.default_timeout)
+            if locked:
+                result = await around_call(tool, args, ctx, run)
+            else:
+                lock = view.lock
+                await lock.acquire_write()
+                try:
+                    result = await around_call(tool, args, ctx, run)
+                finally:
+                    lock.release_write()
         elif locked:
             result = await dispatch(tool, args, ctx, registry.default_timeout)
-        elif tool.concurrency_class is _EXCLUSIVE:
-            lock = view.lock
-            await lock.acquire_write()
-            try:
-                result = await dispatch(tool, args, ctx, registry.default_timeout)
-            finally:
-                lock.release_write()
         else:
             lock = view.lock
             if not lock.try_acquire_read():

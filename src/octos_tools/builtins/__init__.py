@@ -42,6 +42,8 @@ FAMILIES: list[str] = [
     "search",
     "web",
     "git",
+    "history",
+    "contract",
     "code",
     "discovery",
     "media",
@@ -68,6 +70,8 @@ FAMILY_TOOLS: dict[str, tuple[str, ...]] = {
     "search": ("glob", "grep", "list_dir"),
     "web": ("web_search", "web_fetch"),
     "git": ("git",),
+    "history": ("workspace_log", "workspace_show", "workspace_diff", "workspace_restore"),
+    "contract": ("check_workspace_contract",),
     "code": ("code_structure",),
     "discovery": ("tool_search", "tool_suggest", "read_task_output"),
     "media": ("image_generation",),
@@ -143,6 +147,7 @@ def register_builtins(
         if unknown:
             raise ValueError(f"unknown built-in families: {', '.join(sorted(unknown))}")
         chosen = [f for f in FAMILIES if f in wanted]
+    workspace.history_config = config.history  # the [history] settings its checkpoints use
     before = set(registry.names())
     for family in chosen:
         module = importlib.import_module(f"{__name__}.{family}")

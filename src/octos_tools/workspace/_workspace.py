@@ -3,17 +3,21 @@
 The class is assembled from one module per job: :mod:`._paths` (path checks and descriptor
 walks), :mod:`._reading`, :mod:`._listing`, :mod:`._atomic` (single-file atomic writes),
 :mod:`._commit` (multi-file commits with a journal), :mod:`._state` (the hidden state folder,
-locking, crash recovery and sweeping) and :mod:`._links` (other names of a hard-linked file).
+locking, crash recovery and sweeping), :mod:`._locks` (cross-process writer locks per file)
+and :mod:`._links` (other names of a hard-linked file).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from ._commit import Committing
 from ._links import LinkSearch, find_hard_links
 from ._listing import Listing
+from ._locks import path_locks
 from ._state import recover_if_idle
 
 __all__ = ["Workspace"]
@@ -46,6 +50,10 @@ class Workspace(Committing, Listing):
     none.
     """
 
+    history_config: Any = None
+    """The ``[history]`` settings (:class:`~octos_tools.config.HistoryConfig`) of the
+    checkpoints recorded here; ``None``: the defaults (:mod:`octos_tools.history`)."""
+
     def __init__(self, root: str | os.PathLike[str], *, durable_writes: bool = False) -> None:
         super().__init__(root)
         self.durable_writes = durable_writes
@@ -64,6 +72,26 @@ class Workspace(Committing, Listing):
 
     def __hash__(self) -> int:
         return hash(self.root)
+
+    def lock_paths(
+        self, paths: Iterable[str | os.PathLike[str]], *, blocking: bool = True
+    ) -> contextlib.AbstractContextManager[bool]:
+        """Hold the cross-process writer locks of ``paths`` (user paths) while the block
+        runs: a writer takes them before it reads a file it will replace and keeps them until
+        after the rename (:mod:`._locks`; several paths are locked in a fixed order).
+
+        Args:
+            paths: the files about to be read and written.
+            blocking: wait for a busy lock; when false the block gets ``False`` at once
+                (holding nothing) if a lock is busy.
+
+        Returns:
+            A context manager yielding ``True`` when the locks are held.
+
+        Raises:
+            PathError: a path kind of :meth:`relpath`.
+        """
+        return path_locks(self.root, [self.relpath(p) for p in paths], blocking=blocking)
 
     def hard_links(
         self, inode: tuple[int, int], *, exclude: str | None = None, max_dirs: int = 2_000

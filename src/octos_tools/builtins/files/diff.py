@@ -14,6 +14,7 @@ from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...workspace import text as textcodec
 from ._common import PATH_DESCRIPTION, FileArgs, FileTool, links_note, short_diff
 from ._editing import commit_edit, encode_edit, load_for_edit
+from ._seen import SeenFiles, seen_files
 
 if TYPE_CHECKING:
     from ...context import ToolContext
@@ -111,10 +112,21 @@ class DiffEditTool(FileTool):
         path = args.path
         ws, rel = self._write_target(ctx, path)
         hunks = parse_unified_diff(args.diff)
-        return await self._in_thread(lambda: self._apply(ws, path, rel, hunks))
+        seen = seen_files(ctx)
 
-    def _apply(self, ws: Workspace, path: str, rel: str, hunks: list[_Hunk]) -> ToolResult:
+        def locked() -> ToolResult:
+            with ws.lock_paths([rel]):
+                return self._apply(ws, path, rel, hunks, seen)
+
+        return await self._in_thread(locked)
+
+    def _apply(
+        self, ws: Workspace, path: str, rel: str, hunks: list[_Hunk], seen: SeenFiles | None
+    ) -> ToolResult:
+        """Apply the hunks; the caller holds the file's writer lock."""
         loaded = load_for_edit(ws, path)
+        if seen is not None:
+            seen.check_stale(rel, loaded.data, loaded.doc.text)
         doc = loaded.doc
         lines = textcodec.split_lines(doc.text, keepends=True)
         eol = textcodec.dominant_eol(doc.text)
@@ -182,6 +194,8 @@ class DiffEditTool(FileTool):
         if new_data == loaded.data:
             raise ToolError(ErrorKind.NO_CHANGE, f"the diff leaves {rel} unchanged")
         outcome = commit_edit(ws, path, loaded, new_data)
+        if seen is not None:
+            seen.note_written(rel, new_data, new_text)
         body = f"Applied {len(hunks)} hunk(s) to {rel}."
         if notes:
             body += " " + "; ".join(notes) + "."

@@ -11,6 +11,7 @@ from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...workspace import text as textcodec
 from ._common import PATH_DESCRIPTION, FileArgs, FileTool, links_note, short_diff
 from ._editing import commit_edit, encode_edit, load_for_edit, no_match_hint
+from ._seen import SeenFiles, seen_files
 
 if TYPE_CHECKING:
     from ...context import ToolContext
@@ -44,8 +45,10 @@ class EditFileTool(FileTool):
 
     Errors: ``invalid_arguments`` (empty ``old_string``), ``no_change`` (identical strings),
     ``no_match`` (with a hint saying what differs), ``ambiguous_match`` (count and line
-    numbers), ``binary_file``, ``stale_file`` (changed on disk meanwhile), ``disk_full``,
-    and path kinds.
+    numbers), ``binary_file``, ``stale_file`` (changed since this session last read or
+    wrote it, see :mod:`._seen`), ``disk_full``, and path kinds. The file's writer lock
+    (:meth:`Workspace.lock_paths`) is held from the read to the rename, so a concurrent
+    writer in another process cannot lose this edit or have its own lost.
 
     Source: octos ``edit_file``; ``replace_all`` and line-ending handling as in Codex and
     Claude Code style editors.
@@ -75,14 +78,33 @@ class EditFileTool(FileTool):
                 "create or overwrite a whole file)",
             )
         replace_all = args.replace_all
+        seen = seen_files(ctx)
         if _small_and_unsynced(ws, path):
-            return self._edit(ws, path, rel, old, new, replace_all)
-        return await self._in_thread(lambda: self._edit(ws, path, rel, old, new, replace_all))
+            # on the event loop only when no other writer holds the file's lock
+            with ws.lock_paths([rel], blocking=False) as free:
+                if free:
+                    return self._edit(ws, path, rel, old, new, replace_all, seen)
+
+        def locked() -> ToolResult:
+            with ws.lock_paths([rel]):
+                return self._edit(ws, path, rel, old, new, replace_all, seen)
+
+        return await self._in_thread(locked)
 
     def _edit(
-        self, ws: Workspace, path: str, rel: str, old: str, new: str, replace_all: bool
+        self,
+        ws: Workspace,
+        path: str,
+        rel: str,
+        old: str,
+        new: str,
+        replace_all: bool,
+        seen: SeenFiles | None,
     ) -> ToolResult:
+        """The edit; the caller holds the file's writer lock."""
         loaded = load_for_edit(ws, path)
+        if seen is not None:
+            seen.check_stale(rel, loaded.data, loaded.doc.text)
         if old == new:
             raise ToolError(
                 ErrorKind.NO_CHANGE,
@@ -118,6 +140,8 @@ class EditFileTool(FileTool):
                 ErrorKind.NO_CHANGE, f"the replacement leaves {rel} unchanged; nothing written"
             )
         outcome = commit_edit(ws, path, loaded, new_data)
+        if seen is not None:
+            seen.note_written(rel, new_data, new_text if doc is loaded.doc else None)
         n = len(spans)
         diff = short_diff(rel, doc.text, new_text)
         meta: JSONObject = {"path": rel, "replacements": n, "encoding": doc.label}

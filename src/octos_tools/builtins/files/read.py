@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import time
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,9 +23,12 @@ from ._common import (
     FileArgs,
     FileTool,
 )
+from ._seen import seen_files
 
 if TYPE_CHECKING:
+    from ...config import Config
     from ...context import ToolContext
+    from ...workspace import Workspace
 
 __all__ = ["ReadFileTool"]
 
@@ -48,16 +52,33 @@ class _View:
     size: int
     label: str
     note: str | None
+    data: bytes | None = None  # the whole file (not kept for a streamed one)
+    text: str | None = None  # its decoded text
+
+
+_EOL_NOTES = {
+    "crlf": "CRLF line endings",
+    "cr": "CR line endings",
+    "mixed": "mixed line endings (LF and CRLF/CR)",
+}
 
 
 def _encoding_note(rel: str, doc: textcodec.DecodedText) -> str | None:
+    """The header line naming what the numbered text does not show: an encoding other
+    than plain UTF-8 (a BOM included) and line endings other than LF (edits keep both)."""
+    eol = _EOL_NOTES.get(textcodec.eol_style(doc.text))
     if doc.invalid_offset is not None and doc.codec == "utf-8":
         return (
             f"[note: {rel} is not valid UTF-8 (first invalid byte at offset "
-            f"{doc.invalid_offset}); bytes that are not UTF-8 are shown as Latin-1 characters]"
+            f"{doc.invalid_offset}); bytes that are not UTF-8 are shown as Latin-1 characters"
+            + (f"; {eol}" if eol else "")
+            + "]"
         )
-    if not doc.is_plain_utf8:
-        return f"[encoding: {doc.label}]"
+    if not doc.is_plain_utf8 or eol:
+        parts = [] if doc.is_plain_utf8 else [f"encoding: {doc.label}"]
+        if eol:
+            parts.append(eol)
+        return f"[{'; '.join(parts)}; edits keep them]"
     return None
 
 
@@ -88,7 +109,9 @@ def _read_view(
         lengths = [len(x) for x in lines]
         note = _encoding_note(rel, doc)
         whole = [True] * len(lines)
-        return _View(lines, lengths, "characters", whole, start, total, size, doc.label, note)
+        return _View(
+            lines, lengths, "characters", whole, start, total, size, doc.label, note, data, doc.text
+        )
     if end is None and start == 1:
         raise ToolError(
             ErrorKind.FILE_TOO_LARGE,
@@ -297,6 +320,11 @@ class ReadFileTool(FileTool):
     in ``lines_cut`` and then says ``truncated: true``. ``start_line`` / ``end_line`` /
     ``start_column`` below 1 are ``invalid_arguments``.
 
+    A header line names a BOM, an encoding other than UTF-8 and CRLF / CR / mixed line
+    endings. A read that repeats, in this session, a read of the same lines of the same
+    bytes answers ``[FILE_UNCHANGED]`` (octos's file-state cache; never hiding text this
+    session was not shown, see :mod:`._seen`; opt-in: ``files.unchanged_reads = true``).
+
     Source: octos ``read_file`` (octos ``crates/octos-agent/src/tools/read_file.rs``);
     empty-file success, range errors, column ranges and ``lines_cut`` are ours.
     """
@@ -305,6 +333,14 @@ class ReadFileTool(FileTool):
     title = "Read file"
     description = "Read a text file as numbered lines; use start_line/end_line for long files."
     concurrency_class = ConcurrencyClass.SAFE
+
+    unchanged_reads = False
+    """Answer a repeated read of unchanged content with a short line (:mod:`._seen`)."""
+
+    def __init__(self, workspace: Workspace | None = None, config: Config | None = None) -> None:
+        super().__init__(workspace, config)
+        if config is not None:
+            self.unchanged_reads = config.files.unchanged_reads
 
     class Args(FileArgs):
         path: str = Field(description=PATH_DESCRIPTION)
@@ -350,6 +386,18 @@ class ReadFileTool(FileTool):
                 f"line(s); use start_line between 1 and {view.total}",
                 total_lines=view.total,
             )
+        seen = seen_files(ctx) if self.unchanged_reads else None
+        key = (start, end, column, self.output_budget)
+        if seen is not None and view.data is not None:
+            rec = seen.unchanged(rel, view.data, key)
+            if rec is not None:
+                when = time.strftime("%H:%M:%S", time.localtime(rec.at))
+                meta["unchanged"] = True
+                return ToolResult.ok(
+                    f"[FILE_UNCHANGED] {rel} is unchanged since your read at {when} in this "
+                    "session (same lines); use that result. Read it again to get the text.",
+                    structured_metadata=meta,
+                )
         head: list[str] = [view.note] if view.note else []
         if column > 1:
             head.append(f"[each line shown from character {column:,}]")
@@ -376,4 +424,6 @@ class ReadFileTool(FileTool):
                 "lines_cut": lines_cut,
             }
         )
+        if seen is not None and view.data is not None:
+            seen.note_read(rel, view.data, view.text, key)
         return ToolResult.ok(text, structured_metadata=meta)

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import stat as stat_mod
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
-from ._common import PATH_DESCRIPTION, FileArgs, FileTool, links_note
+from ...workspace import text as textcodec
+from ._common import MAX_EDIT_BYTES, PATH_DESCRIPTION, FileArgs, FileTool, links_note
+from ._seen import seen_files
 
 if TYPE_CHECKING:
     from ...context import ToolContext
+    from ...workspace import Workspace
+    from ._seen import SeenFiles
 
 __all__ = ["WriteFileTool"]
 
@@ -25,7 +30,15 @@ class WriteFileTool(FileTool):
     the result names those that keep the old content. A full disk is ``disk_full`` and leaves
     the old file intact.
 
-    Source: octos ``write_file``; the atomic replace is ours.
+    Nothing changes silently: over an existing text file the new content keeps the file's
+    byte-order mark (and its UTF-16/32 encoding) unless it starts with U+FEFF itself, and
+    the file's CRLF line endings unless it has a CR of its own; the result says what was
+    kept (``structured_metadata["kept"]``: ``"bom"``, ``"crlf"``). A file changed since this
+    session last read or wrote it is ``stale_file`` (:mod:`._seen`). The file's writer lock
+    is held from the read of the old file to the rename.
+
+    Source: octos ``write_file``; the atomic replace and the kept BOM / line endings are
+    ours.
     """
 
     name = "write_file"
@@ -52,15 +65,67 @@ class WriteFileTool(FileTool):
                 f"(U+{ord(exc.object[exc.start]):04X} at position {exc.start})",
             ) from None
         meta: JSONObject = {"path": rel}
+        seen = seen_files(ctx)
 
         def work() -> str:
-            outcome = ws.write_bytes(path, data)
+            with ws.lock_paths([rel]):
+                out, kept = _keep_format(ws, path, rel, content, data, seen)
+                outcome = ws.write_bytes(path, out)
+            if seen is not None:
+                seen.note_written(rel, out)
             verb = "Created" if outcome.created else "Replaced"
             lines = 0 if not content else content.count("\n") + (not content.endswith("\n"))
-            meta.update({"lines": lines, "bytes": len(data)})
-            text = f"{verb} {rel}: wrote {lines:,} line(s), {len(data):,} bytes."
+            meta.update({"lines": lines, "bytes": len(out)})
+            text = f"{verb} {rel}: wrote {lines:,} line(s), {len(out):,} bytes."
+            if kept:
+                meta["kept"] = kept
+                names = {"bom": "byte-order mark", "crlf": "CRLF line endings"}
+                what = " and ".join(names[k] for k in kept)
+                text += f" Kept the file's {what} (the new content had none of its own)."
             note = links_note(ws, outcome, meta)
             return f"{text}\n{note}" if note else text
 
         text = await self._in_thread(work)
         return ToolResult.ok(text, file_modified=rel, structured_metadata=meta)
+
+
+def _keep_format(
+    ws: Workspace,
+    path: str,
+    rel: str,
+    content: str,
+    data: bytes,
+    seen: SeenFiles | None,
+) -> tuple[bytes, list[str]]:
+    """The bytes to write over the existing file (BOM, encoding and CRLF kept unless the
+    content decides) and what was kept; checks the session's stale state first."""
+    try:
+        st = ws.stat(path)
+    except ToolError:
+        return data, []
+    if st.st_size > MAX_EDIT_BYTES or not stat_mod.S_ISREG(st.st_mode):
+        return data, []
+    try:
+        old = ws.read_bytes(path, max_bytes=MAX_EDIT_BYTES)
+    except ToolError:
+        return data, []
+    if textcodec.is_binary(old, whole=True):
+        if seen is not None:
+            seen.check_stale(rel, old, None)
+        return data, []
+    doc = textcodec.decode(old)
+    if seen is not None:
+        seen.check_stale(rel, old, doc.text)
+    kept: list[str] = []
+    text = content
+    if "\r" not in text and "\n" in text and textcodec.eol_style(doc.text) == "crlf":
+        text = text.replace("\n", "\r\n")
+        kept.append("crlf")
+    if doc.bom and not text.startswith("\ufeff") and doc.invalid_offset is None:
+        try:
+            encoded = doc.bom + text.encode(doc.codec)
+        except UnicodeEncodeError:
+            pass  # lone surrogates cannot go to UTF-16/32: written as UTF-8, as given
+        else:
+            return encoded, ["bom", *kept]
+    return (text.encode("utf-8") if kept else data), kept

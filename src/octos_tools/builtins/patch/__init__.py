@@ -16,6 +16,7 @@ A moved file keeps its permission bits. A path leaving the workspace is
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,8 @@ from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from .._base import WorkspaceTool
-from ..files._common import links_note
+from ..files._common import MAX_EDIT_BYTES, links_note
+from ..files._seen import SeenFiles, seen_files
 from ._grammar import AddFile, DeleteFile, Hunk, PatchOp, UpdateFile, parse_patch
 from ._matching import apply_hunks, seek_sequence
 from ._planning import PlannedFile, plan_patch
@@ -153,16 +155,31 @@ class ApplyPatchTool(WorkspaceTool):
         ws = self.workspace_for(ctx)
         ops = parse_patch(args.patch)
 
+        targets = _lock_targets(ws, ops)
+        seen = seen_files(ctx)
+
         def work() -> ToolResult:
-            changes, planned = plan_patch(ws, ops)
-            outcomes: list[WriteOutcome] = []
-            if changes:
-                try:
-                    outcomes = ws.apply_changes(changes)
-                except ToolError as exc:
-                    raise ToolError(
-                        exc.kind, f"{exc.message}. No file was changed.", **exc.details
-                    ) from None
+            # every file's writer lock, in one fixed order, from the plan's reads to the
+            # renames: a concurrent writer in another process can neither lose this patch
+            # nor have its own edit lost
+            with ws.lock_paths(targets):
+                if seen is not None:
+                    _check_stale(ws, seen, targets)
+                changes, planned = plan_patch(ws, ops)
+                outcomes: list[WriteOutcome] = []
+                if changes:
+                    try:
+                        outcomes = ws.apply_changes(changes)
+                    except ToolError as exc:
+                        raise ToolError(
+                            exc.kind, f"{exc.message}. No file was changed.", **exc.details
+                        ) from None
+            if seen is not None:
+                for change in changes:
+                    if change.content is not None:
+                        seen.note_written(ws.relpath(change.path), change.content)
+                    else:
+                        seen.note_written(ws.relpath(change.path), b"")
             return self._result(ws, planned, outcomes, bool(changes))
 
         return await anyio.to_thread.run_sync(work)
@@ -246,6 +263,31 @@ class ApplyPatchTool(WorkspaceTool):
             files_modified=list(modified),
             structured_metadata=meta,
         )
+
+
+def _check_stale(ws: Workspace, seen: SeenFiles, targets: list[str]) -> None:
+    """``stale_file`` when a file the session read changed since (before any change)."""
+    for rel in targets:
+        if not seen.knows(rel):
+            continue
+        try:
+            data = ws.read_bytes(rel, max_bytes=MAX_EDIT_BYTES)
+        except ToolError:
+            continue  # gone or unreadable: the plan reports it
+        text = None if textcodec.is_binary(data, whole=True) else textcodec.decode(data).text
+        seen.check_stale(rel, data, text)
+
+
+def _lock_targets(ws: Workspace, ops: list[PatchOp]) -> list[str]:
+    """The workspace-relative paths a patch reads or writes (sources and destinations);
+    a path the workspace refuses is left to the plan, which reports it."""
+    out: set[str] = set()
+    for op in ops:
+        for path in (op.path, getattr(op, "move_to", None)):
+            if path:
+                with contextlib.suppress(ToolError):
+                    out.add(ws.relpath(path))
+    return sorted(out)
 
 
 def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> None:

@@ -1,0 +1,118 @@
+"""Benchmark: what workspace history adds to a mutating call, over ``octos-tools serve``.
+
+Two servers run side by side over stdio, each on its own copy of a 10,000-file workspace
+(100 folders of 100 small files): one with ``[history] enabled = true`` (the default), one
+with it off. Calls alternate between them (A, B, A, B, ...), so load from other processes
+falls on both alike; each call is timed alone (client round trip) and the medians are
+compared:
+
+* ``edit_file`` of one file (the checkpoint updates only that path: ``ls-files``,
+  ``update-index``, ``write-tree``, ``commit-tree``);
+* ``exec_command`` of ``touch`` on one file (the checkpoint scans the whole tree before and
+  after the command, from git's index stat cache).
+
+The first mutating call of the history server records the baseline (every file hashed
+once); it is timed on its own and left out of the medians.
+
+Run: ``PYTHONPATH=src .venv/bin/python bench/bench_history.py [--calls 60]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from mcp import Client, StdioServerParameters
+
+
+def make_tree(root: Path, folders: int = 100, files: int = 100) -> None:
+    """``folders`` x ``files`` small Python files under ``root``."""
+    for d in range(folders):
+        sub = root / f"pkg{d:03d}"
+        sub.mkdir(parents=True)
+        for f in range(files):
+            (sub / f"mod{f:03d}.py").write_text(f"# module {d}/{f}\nVALUE = {f}\nx = 0\n")
+
+
+def _params(tree: Path, history: bool, state: Path) -> StdioServerParameters:
+    cfg = tree.parent / f"{tree.name}.toml"
+    cfg.write_text(f"[history]\nenabled = {'true' if history else 'false'}\n")
+    env = {**os.environ, "OCTOS_TOOLS_STATE_DIR": str(state)}
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "octos_tools", "serve", "--workspace", str(tree), "--config", str(cfg)],
+        env=env,
+    )
+
+
+async def _timed(client: Client, name: str, args: dict[str, Any]) -> float:
+    started = time.perf_counter()
+    result = await client.call_tool(name, args)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+        raise RuntimeError(f"{name} failed: {text[:300]}")
+    return elapsed
+
+
+def _edit(i: int) -> dict[str, Any]:
+    old, new = ("x = 0", "x = 1") if i % 2 == 0 else ("x = 1", "x = 0")
+    return {"path": "pkg050/mod050.py", "old_string": old, "new_string": new}
+
+
+async def main(calls: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="octos-bench-history-") as tmp:
+        base = Path(tmp)
+        trees = {"on": base / "on", "off": base / "off"}
+        for tree in trees.values():
+            make_tree(tree)
+        state = base / "state"
+        async with (
+            Client(_params(trees["on"], True, state), mode="legacy") as on,
+            Client(_params(trees["off"], False, state), mode="legacy") as off,
+        ):
+            clients = {"on": on, "off": off}
+            baseline = await _timed(on, "edit_file", _edit(0))
+            await _timed(off, "edit_file", _edit(0))
+            times: dict[str, dict[str, list[float]]] = {
+                "edit_file": {"on": [], "off": []},
+                "exec_command": {"on": [], "off": []},
+            }
+            for i in range(1, calls + 1):
+                for label in ("on", "off") if i % 2 else ("off", "on"):
+                    times["edit_file"][label].append(
+                        await _timed(clients[label], "edit_file", _edit(i))
+                    )
+            for i in range(calls // 2):
+                cmd = {"cmd": f"echo {i} > pkg010/touched.txt"}
+                for label in ("on", "off") if i % 2 else ("off", "on"):
+                    times["exec_command"][label].append(
+                        await _timed(clients[label], "exec_command", cmd)
+                    )
+    print(
+        f"10,000-file workspace; first checkpoint (baseline, every file hashed): {baseline:.0f} ms"
+    )
+    print("| call | history off (median ms) | history on (median ms) | added ms | ratio |")
+    print("|---|---|---|---|---|")
+    for name, pair in times.items():
+        off_ms = statistics.median(pair["off"])
+        on_ms = statistics.median(pair["on"])
+        print(
+            f"| {name} | {off_ms:.1f} | {on_ms:.1f} | {on_ms - off_ms:+.1f} | "
+            f"{on_ms / off_ms:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=60, help="calls per server and op")
+    anyio.run(main, parser.parse_args().calls)

@@ -1,0 +1,530 @@
+"""The history store: checkpoints of a workspace in a git directory of its own.
+
+Layout, under the workspace's per-user state folder
+(:func:`octos_tools.state_dir.workspace_state_dir`)::
+
+    history/
+        git/      the git directory (objects, refs/octos/checkpoints, info/exclude,
+                  info/attributes, shallow once old checkpoints were collected)
+        index     its index (git's stat cache: unchanged files are not read again)
+        head      "<commit> <tree> <count>" of the newest checkpoint
+        lock      flock: one writer of the store at a time, across processes
+
+A checkpoint is a commit whose tree is the workspace as last recorded: a file tool updates
+only the paths it changed (``update-index`` and ``write-tree``, with ``ls-files`` first for a
+path this process has not recorded yet; the commit object is written directly, as
+``commit-tree`` would write it); a command (``exec_command``) and a restore scan the whole
+tree (``ls-files --others --modified --deleted``, answered from the index's stat cache).
+Its message names the tool, the call id, the session and the changed paths, and the paths
+skipped (over ``max_file_bytes``; a nested repository, recorded neither as files nor as a
+gitlink). ``.gitignore`` rules apply (``--exclude-standard``); ``.git`` entries are never
+recorded and never renamed; our own temporary files are excluded.
+
+The user's repository is never touched: git runs with the store's ``GIT_DIR`` and
+``GIT_INDEX_FILE`` (:mod:`._git`). The workspace's own ``.git`` is not even read.
+
+Quota: every :attr:`HistoryStore.quota_every` checkpoints the store's size is measured;
+over ``max_store_bytes``, the oldest half of the checkpoints is cut off (the newest kept one
+becomes a shallow boundary, so commit ids stay valid) and unreachable objects are pruned,
+until the store fits or one checkpoint is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat as stat_mod
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._git import EMAIL as _EMAIL
+from ._git import IDENT as _IDENT
+from ._git import GitError, GitRunner
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "MAX_SCAN_FILES",
+    "REF",
+    "Checkpoint",
+    "HistoryStore",
+    "HistoryUnavailable",
+    "LogEntry",
+    "Scan",
+    "TreeChange",
+]
+
+REF = "refs/octos/checkpoints"
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+_LOCK_WAIT_SECS = 10.0
+MAX_SCAN_FILES = 100_000
+"""A scan finding more new or changed files than this records nothing (the checkpoint is
+skipped, saying why): a workspace that large (a home folder) is not copied into the store."""
+_MAX_LISTED_PATHS = 50
+_EXCLUDES = ".git\n.octos-tmp-*\n"
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
+
+
+class HistoryUnavailable(Exception):
+    """The history store cannot be used (git missing, store corrupt, full or unwritable, its
+    lock held too long); the message says why. The user's work is never blocked by it."""
+
+
+@dataclass
+class Scan:
+    """What a scan put in the index (internal)."""
+
+    changed: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> why
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One recorded checkpoint.
+
+    Attributes:
+        commit: the full commit id.
+        changed: the paths it changed.
+        skipped: paths left out, with the reason.
+    """
+
+    commit: str
+    changed: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def short(self) -> str:
+        """The first 12 hex digits of :attr:`commit`."""
+        return self.commit[:12]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """A checkpoint as listed by :meth:`HistoryStore.log`."""
+
+    commit: str
+    time: int
+    tool: str
+    call_id: str
+    session: str
+    summary: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """One path that differs between two trees (``git diff-tree --raw``)."""
+
+    status: str  # A (only in the new tree), D (only in the old), M, T (type changed)
+    path: str
+    old_mode: str
+    new_mode: str
+    new_blob: str
+
+
+class HistoryStore:
+    """The checkpoints of one workspace (module docstring).
+
+    Args:
+        root: the workspace root.
+        folder: the store's folder (``<workspace state folder>/history``).
+        max_file_bytes: files larger than this are not recorded (listed as skipped).
+        max_store_bytes: the size quota of the store.
+
+    Raises:
+        HistoryUnavailable: git is missing or the store cannot be created or read.
+    """
+
+    quota_every = 16
+    """Measure the store's size once per this many checkpoints (of this process)."""
+
+    def __init__(
+        self, root: Path, folder: Path, *, max_file_bytes: int, max_store_bytes: int
+    ) -> None:
+        self.root = root
+        self.folder = folder
+        self.git_dir = folder / "git"
+        self.max_file_bytes = max_file_bytes
+        self.max_store_bytes = max_store_bytes
+        self._since_quota = 0
+        self._stats: dict[str, tuple[int, int, int]] = {}  # path -> stat as last recorded
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.git = GitRunner(self.git_dir, folder / "index", root)
+            with self.locked():
+                if not (self.git_dir / "HEAD").is_file():
+                    self._init()
+        except (OSError, GitError) as exc:
+            raise HistoryUnavailable(str(exc)) from None
+
+    # ------------------------------------------------------------------ set-up, lock
+
+    def _init(self) -> None:
+        self.git.init()
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text(_EXCLUDES)
+        (info / "attributes").write_text(_ATTRIBUTES)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock (waits up to 10 s, then :class:`HistoryUnavailable`)."""
+        if fcntl is None:  # pragma: no cover
+            yield
+            return
+        try:
+            fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise HistoryUnavailable(f"the history lock cannot be opened: {exc}") from None
+        try:
+            deadline = time.monotonic() + _LOCK_WAIT_SECS
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise HistoryUnavailable(
+                            "the history store is busy (its lock is held by another process)"
+                        ) from None
+                    time.sleep(0.005)
+            yield
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------------ head
+
+    def head(self) -> tuple[str, str, int] | None:
+        """``(commit, tree, number of checkpoints)`` of the newest checkpoint, or ``None``."""
+        try:
+            parts = (self.folder / "head").read_text().split()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise HistoryUnavailable(f"the history head cannot be read: {exc}") from None
+        if len(parts) != 3 or len(parts[0]) != 40:
+            raise HistoryUnavailable("the history store is corrupt (its head file)")
+        return parts[0], parts[1], int(parts[2])
+
+    def _set_head(self, commit: str, tree: str, count: int) -> None:
+        for name, text in (("git/" + REF, f"{commit}\n"), ("head", f"{commit} {tree} {count}\n")):
+            path = self.folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+
+    # ------------------------------------------------------------------ scanning
+
+    def scan(self, paths: Sequence[str] | None) -> Scan:
+        """Bring the index up to date with the workspace for ``paths`` (all when ``None``);
+        the caller holds :meth:`locked`."""
+        if paths is not None and not paths:
+            return Scan()
+        removed: set[str] = set()
+        present: set[str] = set()
+        # paths this process recorded before are in the index: git's ignore rules no longer
+        # apply to them, so they need no listing (one process less per edit)
+        ask = None if paths is None else [p for p in paths if p not in self._stats]
+        if paths is not None:
+            for rel in paths:
+                if rel in self._stats:
+                    (present if os.path.lexists(self.root / rel) else removed).add(rel)
+        if ask is None or ask:
+            spec = ["--", *ask] if ask is not None else []
+            out = self.git.run(
+                "ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard", *spec
+            )
+            for item in out.split(b"\0"):
+                if len(item) < 3:
+                    continue
+                tag, rel = item[:1], os.fsdecode(item[2:])
+                (removed if tag == b"R" else present).add(rel)
+        present -= removed
+        if len(present) > MAX_SCAN_FILES:
+            raise HistoryUnavailable(
+                f"{len(present):,} files changed or unrecorded at once, more than the history "
+                f"records in one checkpoint ({MAX_SCAN_FILES:,}); is the workspace a home folder?"
+            )
+        scan = Scan()
+        update: list[str] = sorted(removed)
+        drop: list[str] = []
+        for rel in sorted(present):
+            if rel.endswith("/"):
+                scan.skipped[rel.rstrip("/")] = "a nested repository"
+                continue
+            try:
+                st = os.lstat(self.root / rel)
+            except OSError:
+                update.append(rel)  # gone meanwhile: --remove drops it
+                continue
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > self.max_file_bytes:
+                scan.skipped[rel] = f"{st.st_size:,} bytes, over max_file_bytes"
+                drop.append(rel)
+                continue
+            if not (stat_mod.S_ISREG(st.st_mode) or stat_mod.S_ISLNK(st.st_mode)):
+                continue
+            update.append(rel)
+        if update:
+            self.git.run("update-index", "-z", "--add", "--remove", "--stdin", data=_z(update))
+        if drop:
+            self.git.run("update-index", "-z", "--force-remove", "--stdin", data=_z(drop))
+        scan.changed = sorted(set(update) | set(drop))
+        for rel in update:
+            try:
+                st = os.lstat(self.root / rel)
+            except OSError:
+                self._stats.pop(rel, None)
+                continue
+            self._stats[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        for rel in drop:
+            self._stats.pop(rel, None)
+        return scan
+
+    def known_unchanged(self, paths: Sequence[str]) -> bool:
+        """Whether every path has the stat this process last recorded (no scan needed)."""
+        for rel in paths:
+            want = self._stats.get(rel)
+            try:
+                st = os.lstat(self.root / rel)
+            except FileNotFoundError:
+                if want is not None:
+                    return False
+                continue
+            except OSError:
+                return False
+            if want != (st.st_mtime_ns, st.st_size, st.st_ino):
+                return False
+        return True
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(
+        self,
+        paths: Sequence[str] | None,
+        *,
+        tool: str,
+        call_id: str = "",
+        session: str = "",
+        summary: str = "",
+    ) -> Checkpoint | None:
+        """Record the workspace (``paths`` only, or everything when ``None``) as a checkpoint;
+        ``None`` when nothing changed since the newest one.
+
+        Raises:
+            HistoryUnavailable: the store cannot be written (the reason in the message).
+        """
+        try:
+            with self.locked():
+                head = self.head()
+                if head is None:
+                    paths = None  # the first checkpoint records the whole tree
+                scan = self.scan(paths)
+                changed = None if paths is None else scan.changed
+                return self._commit(head, scan, tool, call_id, session, summary, changed=changed)
+        except GitError as exc:
+            raise HistoryUnavailable(str(exc)) from None
+        except OSError as exc:
+            raise HistoryUnavailable(f"the history store cannot be written: {exc}") from None
+
+    def _commit(
+        self,
+        head: tuple[str, str, int] | None,
+        scan: Scan,
+        tool: str,
+        call_id: str,
+        session: str,
+        summary: str,
+        *,
+        changed: Sequence[str] | None = None,
+    ) -> Checkpoint | None:
+        tree = self.git.run("write-tree").decode().strip()
+        if head is not None and tree == head[1]:
+            return None
+        if changed is None:
+            changed = self._changed_between(head[1] if head else _EMPTY_TREE, tree)
+        shown = list(changed[:_MAX_LISTED_PATHS])
+        title = summary or (", ".join(shown[:3]) + (" …" if len(changed) > 3 else ""))
+        lines = [f"{tool}: {title}"[:200], "", f"Tool: {tool}"]
+        lines += [f"Call-Id: {call_id}", f"Session: {session}"]
+        lines += [f"Changed: {p}" for p in shown]
+        if len(changed) > len(shown):
+            lines.append(f"Changed: … {len(changed) - len(shown)} more")
+        lines += [f"Skipped: {p} ({why})" for p, why in sorted(scan.skipped.items())[:50]]
+        commit = self._write_commit(tree, head[0] if head else None, "\n".join(lines) + "\n")
+        count = (head[2] if head else 0) + 1
+        self._set_head(commit, tree, count)
+        self._since_quota += 1
+        if self._since_quota >= self.quota_every:
+            self._since_quota = 0
+            self.collect()
+        return Checkpoint(commit, tuple(changed), tuple(sorted(scan.skipped.items())))
+
+    def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
+        """Write a commit object (what ``git commit-tree`` writes: a zlib-compressed loose
+        object named by its SHA-1) without starting a process; return its id."""
+        ident = f"{_IDENT} <{_EMAIL}> {int(time.time())} +0000"
+        head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+        body = f"{head}author {ident}\ncommitter {ident}\n\n{message}".encode()
+        obj = b"commit %d\0" % len(body) + body
+        sha = hashlib.sha1(obj).hexdigest()  # git's object name
+        folder = self.git_dir / "objects" / sha[:2]
+        path = folder / sha[2:]
+        if not path.exists():
+            folder.mkdir(exist_ok=True)
+            tmp = folder / f"tmp-{os.getpid()}-{sha[2:8]}"
+            tmp.write_bytes(zlib.compress(obj))
+            os.replace(tmp, path)
+        return sha
+
+    def _changed_between(self, old: str, new: str, path: str | None = None) -> list[str]:
+        return [c.path for c in self.tree_changes(old, new, path)]
+
+    def tree_changes(self, old: str, new: str, path: str | None = None) -> list[TreeChange]:
+        """What differs from tree (or commit) ``old`` to ``new`` (under ``path``)."""
+        spec = ["--", path] if path else []
+        out = self.git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", old, new, *spec)
+        fields = out.split(b"\0")
+        changes: list[TreeChange] = []
+        i = 0
+        while i + 1 < len(fields):
+            meta = fields[i].decode()
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            old_mode, new_mode, _, new_blob, status = meta[1:].split(" ")
+            changes.append(
+                TreeChange(status[:1], os.fsdecode(fields[i + 1]), old_mode, new_mode, new_blob)
+            )
+            i += 2
+        return changes
+
+    # ------------------------------------------------------------------ reading
+
+    def resolve(self, commit: str) -> str | None:
+        """The full id of checkpoint ``commit`` (a prefix of 4+ hex digits, or ``HEAD``), or
+        ``None`` when the store has no such checkpoint."""
+        head = self.head()
+        if head is None:
+            return None
+        if commit.upper() == "HEAD" or not commit:
+            return head[0]
+        if not all(c in "0123456789abcdefABCDEF" for c in commit) or len(commit) < 4:
+            return None
+        try:
+            full = self.git.run("rev-parse", "-q", "--verify", f"{commit}^{{commit}}")
+        except GitError:
+            return None
+        return full.decode().strip() or None
+
+    def log(self, limit: int, project: str | None = None) -> list[LogEntry]:
+        """The newest ``limit`` checkpoints (touching ``project`` when given)."""
+        if self.head() is None:
+            return []
+        spec = ["--", project] if project else []
+        try:
+            out = self.git.run("log", "-z", f"-n{limit}", "--format=%H%x01%ct%x01%B", REF, *spec)
+        except GitError as exc:
+            raise HistoryUnavailable(str(exc)) from None
+        entries: list[LogEntry] = []
+        for record in out.split(b"\0"):
+            if not record.strip():
+                continue
+            commit, ct, body = record.decode("utf-8", "replace").split("\x01", 2)
+            fields: dict[str, str] = {}
+            paths: list[str] = []
+            for line in body.splitlines()[2:]:
+                key, _, value = line.partition(": ")
+                if key == "Changed":
+                    paths.append(value)
+                else:
+                    fields.setdefault(key, value)
+            title = body.splitlines()[0] if body else ""
+            entries.append(
+                LogEntry(
+                    commit.strip(),
+                    int(ct),
+                    fields.get("Tool", ""),
+                    fields.get("Call-Id", ""),
+                    fields.get("Session", ""),
+                    title.partition(": ")[2],
+                    tuple(paths),
+                )
+            )
+        return entries
+
+    def blob_at(self, commit: str, path: str) -> tuple[str, bytes] | None:
+        """``(mode, content)`` of ``path`` in checkpoint ``commit``, or ``None``."""
+        try:
+            line = self.git.run("ls-tree", "-z", commit, "--", path).split(b"\0")[0]
+        except GitError as exc:
+            raise HistoryUnavailable(str(exc)) from None
+        if not line:
+            return None
+        meta, _, _ = line.partition(b"\t")
+        mode, kind, blob = meta.decode().split(" ")
+        if kind != "blob":
+            return None
+        return mode, self.git.run("cat-file", "blob", blob)
+
+    def blobs(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """The contents of blobs ``ids`` (one ``cat-file --batch``)."""
+        if not ids:
+            return {}
+        out = self.git.run("cat-file", "--batch", data=("\n".join(ids) + "\n").encode())
+        result: dict[str, bytes] = {}
+        pos = 0
+        for blob in ids:
+            nl = out.index(b"\n", pos)
+            header = out[pos:nl].decode().split(" ")
+            size = int(header[2])
+            result[blob] = out[nl + 1 : nl + 1 + size]
+            pos = nl + 1 + size + 1
+        return result
+
+    def diff(self, old: str, new: str, path: str | None = None) -> str:
+        """A unified diff (text) from checkpoint ``old`` to ``new`` (under ``path``)."""
+        spec = ["--", path] if path else []
+        out = self.git.run(
+            "diff-tree", "-p", "-r", "--no-color", "--no-ext-diff", "--no-textconv",
+            "--no-renames", old, new, *spec,
+        )  # fmt: skip
+        return out.decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------ quota
+
+    def size(self) -> int:
+        """Bytes used by the store's objects."""
+        total = 0
+        for dirpath, _, files in os.walk(self.git_dir / "objects"):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+        return total
+
+    def collect(self) -> int:
+        """Cut the oldest checkpoints off while the store is over its quota; return the
+        number of checkpoints kept. The caller holds :meth:`locked`."""
+        head = self.head()
+        if head is None:
+            return 0
+        kept = head[2]
+        while kept > 1 and self.size() > self.max_store_bytes:
+            kept = max(1, kept // 2)
+            out = self.git.run("rev-list", f"-n{kept}", REF).decode().split()
+            boundary = out[-1]
+            (self.git_dir / "shallow").write_text(boundary + "\n")
+            self.git.run("prune", "--expire=now")
+            self._set_head(head[0], head[1], len(out))
+        return kept
+
+
+def _z(paths: Sequence[str]) -> bytes:
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)
