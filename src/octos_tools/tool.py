@@ -406,6 +406,18 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
             tags=tuple(self.tags),
         )
 
+    def unavailable_reason(self) -> str | None:
+        """Why this tool cannot work here (no provider, no browser, no backend), or ``None``
+        when it can (the default).
+
+        A tool with a reason is not listed to the model, nor offered by ``tool_search``,
+        but stays callable by name (its call answers the typed failure that explains what
+        is missing). The registry caches the answer until its next mutation
+        (:meth:`~octos_tools.registry.ToolRegistry.refresh_availability`); keep it cheap
+        and free of I/O beyond a ``PATH`` lookup.
+        """
+        return None
+
     def spec_for(self, registry: Any) -> ToolSpec:
         """The spec as shown by ``registry`` (default :meth:`spec`).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +222,23 @@ async def test_id_aliases_accepted_but_not_advertised() -> None:
     wrong = await registry.execute("wait_agent", {"timeout_ms": "soon"})
     assert wrong.error_kind is ErrorKind.INVALID_ARGUMENTS and "timeout_ms" in wrong.output
     await registry.aclose()
+
+
+def test_the_sub_agent_tools_are_listed_only_while_a_spawn_delegate_is_bound(
+    tmp_path: Path,
+) -> None:
+    from octos_tools.profile import build_registry
+
+    registry = build_registry(Config(), tmp_path, defer=False)
+    names = ("spawn_agent", "delegate", "send_input", "resume_agent", "wait_agent", "close_agent")
+    assert not set(names) & set(registry.visible_names())
+    assert all("spawn delegate" in registry.unavailable()[n] for n in names)
+
+    class Runner:
+        async def run(self, request: object, record: object) -> ToolResult:
+            return ToolResult.ok("done")
+
+    assert bind_spawn_delegate(registry, Runner())
+    assert set(names) <= set(registry.visible_names())
+    bind_spawn_delegate(registry, None)
+    assert not set(names) & set(registry.visible_names())

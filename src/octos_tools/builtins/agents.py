@@ -205,7 +205,9 @@ class AgentHub:
 
 
 def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) -> bool:
-    """Attach ``delegate`` to the sub-agent tools of ``registry``.
+    """Attach ``delegate`` to the sub-agent tools of ``registry``; they are listed while
+    one is bound (:meth:`~octos_tools.tool.Tool.unavailable_reason`), and ``None``
+    unlists them again.
 
     Returns:
         ``True`` when the tools were found (``spawn_agent`` is registered).
@@ -215,6 +217,7 @@ def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) 
     if not isinstance(hub, AgentHub):
         return False
     hub.delegate = delegate
+    registry.refresh_availability()
     return True
 
 
@@ -282,6 +285,13 @@ class _AgentTool(TypedTool):
 
     def __init__(self, hub: AgentHub) -> None:
         self.hub = hub
+
+    def unavailable_reason(self) -> str | None:
+        """Unlisted until a spawn delegate is bound (:func:`bind_spawn_delegate`): without
+        one no sub-agent can run (over MCP there is none)."""
+        if self.hub.delegate is not None:
+            return None
+        return "no spawn delegate is bound (the host runs no sub-agents)"
 
     async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
         return await self.act(ctx or ToolContext(), args.model_dump(exclude_none=True))

@@ -43,6 +43,11 @@ class ImageGenerationTool(TypedTool):
     tags = ("media", "code")
     concurrency_class = ConcurrencyClass.SAFE
 
+    def unavailable_reason(self) -> str | None:
+        """Never listed: no image backend is bound (a call by name still answers the typed
+        ``coding_tool_unsupported``, so the coding contract holds)."""
+        return "no image backend is bound"
+
     async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
         prompt = args.prompt
         if not prompt.strip():

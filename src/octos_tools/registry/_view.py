@@ -202,9 +202,15 @@ class ToolView:
         )
 
     def is_visible(self, name: str) -> bool:
-        """Registered, not deferred, not hidden, allowed by policy and shown by the
-        context filter."""
-        return not self.is_deferred(name) and self.is_visible_post_activation(name)
+        """Registered, not deferred, not hidden, allowed by policy, shown by the context
+        filter, and able to work here (no
+        :meth:`~octos_tools.registry.ToolRegistry.unavailable_reason`: a tool that can
+        only fail is not listed; it stays callable by name)."""
+        return (
+            not self.is_deferred(name)
+            and self.is_visible_post_activation(name)
+            and self.registry.unavailable_reason(name) is None
+        )
 
     def specs(self) -> list[ToolSpec]:
         """The specs of visible tools, in registration order.
@@ -242,7 +248,8 @@ class ToolView:
 
     def catalog(self) -> list[CatalogEntry]:
         """The live catalog: every tool a policy allows, deferred ones included, never a
-        denied one (rebuilt after each change)."""
+        denied one (rebuilt after each change). Entries say why a tool cannot work here
+        (``unavailable``) and whether this session hides it (``session_hidden``)."""
         registry = self.registry
         key = (registry._version, self._version)
         if self._catalog is not None and self._catalog[0] == key:
@@ -266,6 +273,8 @@ class ToolView:
                     state=state,
                     concurrency=tool.concurrency_class.value,
                     spawn_only=name in registry._spawn_only,
+                    unavailable=registry.unavailable_reason(name),
+                    session_hidden=name in self._hidden,
                 )
             )
         self._catalog = (key, entries)

@@ -135,6 +135,14 @@ class BrowserTool(TypedTool):
             idle_timeout=idle_timeout,
         )
 
+    def unavailable_reason(self) -> str | None:
+        """Unlisted without Playwright or a Chromium on ``PATH`` (nothing is downloaded)."""
+        try:
+            self.pool.executable()
+        except ToolError as exc:
+            return exc.message
+        return None
+
     # ------------------------------------------------------------------ sessions
 
     @staticmethod

@@ -65,6 +65,17 @@ class WebSearchTool(TypedTool):
         self.config = config or WebConfig.model_validate({})
         self._providers = list(providers) if providers is not None else None
 
+    def unavailable_reason(self) -> str | None:
+        """Unlisted while no search provider is configured (``web.search_providers``, or
+        each entry lacks its URL or key)."""
+        if self._providers is not None:
+            return None if self._providers else "no search provider given"
+        providers, problems = build_providers(self.config.search_providers)
+        if providers:
+            return None
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        return f"no search provider is configured: set web.search_providers{detail}"
+
     async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
         import httpx2
 
