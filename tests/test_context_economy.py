@@ -162,3 +162,42 @@ async def test_discovery_ranks_the_right_tool_in_the_top_three(mounted: ToolRegi
             misses.append(f"{task['task']!r}: wanted {task['tools']}, got {names}")
     hits = len(tasks) - len(misses)
     assert hits >= 0.9 * len(tasks), "\n".join(misses)
+
+
+SERVE_BUDGET = 1400
+"""Most o200k_base tokens of what ``serve`` lists by default to a client without
+elicitation (README: "13 tools, about 1,400 tokens")."""
+UNDESCRIBED_FOR_NOW = frozenset({"exec_command", "write_stdin"})
+"""Tools whose parameters are described with the default-yield rework of the command tools."""
+
+
+def _undescribed(schema: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if not isinstance(prop, dict):
+            continue
+        if not prop.get("description"):
+            out.append(prefix + name)
+        items = prop.get("items")
+        if isinstance(items, dict):
+            out.extend(_undescribed(items, f"{prefix}{name}[]."))
+    return out
+
+
+def test_every_parameter_of_every_listable_tool_is_described(tmp_path: Path) -> None:
+    registry = build_registry(Config(), tmp_path, defer=False)
+    missing = {
+        tool.name: _undescribed(tool.input_schema)
+        for tool in registry.tools()
+        if tool.name not in UNDESCRIBED_FOR_NOW
+    }
+    assert {n: m for n, m in missing.items() if m} == {}
+
+
+def test_serve_default_listing_fits_its_budget(tmp_path: Path) -> None:
+    _exact()
+    registry = build_registry(Config(), tmp_path)
+    specs = [s for s in registry.specs() if s.name != "request_user_input"]
+    report = measure_specs(specs, "o200k_base", exact=True)
+    assert len(specs) == 13
+    assert report.total <= SERVE_BUDGET, report.per_tool

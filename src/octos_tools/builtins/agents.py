@@ -331,15 +331,17 @@ class SpawnAgentTool(_AgentTool):
     class Args(ToolArgs):
         message: str | None = Field(None, description="The task for the agent.")
         task: SkipJsonSchema[str | None] = None
-        items: list[dict[str, Any]] | None = None
-        agent_type: str | None = None
-        label: str | None = None
-        role: str | None = None
-        model: str | None = None
-        reasoning_effort: str | None = None
-        fork_context: bool | None = None
-        mode: Literal["background", "sync"] | None = None
-        allowed_tools: list[str] | None = None
+        items: list[dict[str, Any]] | None = Field(None, description="Inputs for the task.")
+        agent_type: str | None = Field(None, description="Kind of agent.")
+        label: str | None = Field(None, description="A name for it.")
+        role: str | None = Field(None, description="Its role.")
+        model: str | None = Field(None, description="Model to run.")
+        reasoning_effort: str | None = Field(None, description="low, medium or high.")
+        fork_context: bool | None = Field(None, description="Start from this conversation.")
+        mode: Literal["background", "sync"] | None = Field(
+            None, description="background returns at once; sync waits."
+        )
+        allowed_tools: list[str] | None = Field(None, description="Tools it may use.")
 
     tags = ("gateway", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
@@ -385,9 +387,9 @@ class SendInputTool(_AgentTool):
     )
 
     class Args(_IdArgs):
-        message: str | None = None
-        items: list[dict[str, Any]] | None = None
-        interrupt: bool | None = None
+        message: str | None = Field(None, description="What to tell it.")
+        items: list[dict[str, Any]] | None = Field(None, description="Inputs to pass on.")
+        interrupt: bool | None = Field(None, description="Stop its current turn first.")
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         rec = self._agent(args)
@@ -463,8 +465,8 @@ class WaitAgentTool(_AgentTool):
     )
 
     class Args(_IdArgs):
-        ids: list[str] | None = None
-        timeout_ms: int | None = Field(None, ge=0)
+        ids: list[str] | None = Field(None, description="Agent ids.")
+        timeout_ms: int | None = Field(None, ge=0, description="Most ms to wait.")
 
     timeout = WAIT_MAX_MS / 1000 + 60
 

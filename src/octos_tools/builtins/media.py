@@ -38,7 +38,7 @@ class ImageGenerationTool(TypedTool):
     class Args(ToolArgs):
         prompt: str = Field(description="What to draw.")
         size: str | None = Field(None, description="e.g. 1024x1024.")
-        n: int | None = Field(None, ge=1, le=4)
+        n: int | None = Field(None, ge=1, le=4, description="How many images.")
 
     tags = ("media", "code")
     concurrency_class = ConcurrencyClass.SAFE

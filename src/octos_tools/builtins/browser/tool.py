@@ -107,7 +107,7 @@ class BrowserTool(TypedTool):
             "find_elements",
             "get_links",
             "close",
-        ]
+        ] = Field(description="What to do on the page.")
         url: str | None = Field(None, description="navigate: http(s) URL.")
         selector: str | None = Field(None, description="CSS selector.")
         text: str | None = Field(None, description="type: text to enter.")

@@ -114,8 +114,8 @@ class ToolSearchTool(TypedTool):
     name = "tool_search"
     title = "Search tools"
     description = (
-        "Find a tool for a task, including tools not in your list (web, sub-agents, media, "
-        "MCP servers). Call a deferred result by name, or query select:a,b to load tools."
+        "Find a tool for a task, including tools not in your list (web, MCP servers). Call "
+        "a result by name; select:a,b gives their schemas."
     )
     Args: ClassVar[type[ToolArgs]] = _SearchArgs
     tags = ("code", "discovery")

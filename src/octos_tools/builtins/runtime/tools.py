@@ -212,7 +212,7 @@ class ShellTool(_CommandTool):
 
     class Args(ToolArgs):
         command: str = Field(description="The command line, run by sh -c.")
-        timeout_secs: int | None = None
+        timeout_secs: int | None = Field(None, description="Seconds before it is killed.")
 
     async def run(self, args: ShellTool.Args, ctx: ToolContext | None) -> ToolResult:
         _check_text(args.command, "command")

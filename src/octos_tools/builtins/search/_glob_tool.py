@@ -43,8 +43,8 @@ class GlobTool(SearchTool):
     name = "glob"
     title = "Find files by pattern"
     description = (
-        "Find workspace files by path glob, e.g. '**/*.py' or 'src/*.{ts,tsx}'. Honours "
-        ".gitignore; folders end with '/'."
+        "Find workspace files by path glob, e.g. 'src/**/*.py'. Honours .gitignore; folders "
+        "end with '/'."
     )
 
     class Args(ToolArgs):
