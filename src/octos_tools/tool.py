@@ -364,6 +364,11 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
     """Output cap of this tool in bytes (``None``: the registry default, 50,000)."""
     search_hints: tuple[str, ...] = ()
     """Words a task may use for this tool (never sent to the model; ``tool_search`` ranks them)."""
+    content_trust: ClassVar[str] = "trusted"
+    """Where the result's text comes from: ``"trusted"`` (this process, the tool's own
+    words), ``"untrusted"`` (the web, another MCP server: prompt-injection phrases are
+    blocked or flagged per ``[output] injection_filter`` and the metadata says
+    ``untrusted``) or ``"workspace"`` (file contents: kept exact, matches only flagged)."""
     validate_arguments: ClassVar[bool] = True
     """When ``False`` the registry skips JSON-Schema validation (the tool validates itself)."""
 

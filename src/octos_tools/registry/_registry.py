@@ -92,6 +92,10 @@ class ToolRegistry:
         self.supervisor = supervisor if supervisor is not None else TaskSupervisor()
         self.session_key = session_key
         self.output_dir_hint: str | None = None
+        self.injection_filter: str = "block"
+        """What :func:`~octos_tools.pipeline.post_process` does to prompt-injection phrases
+        in untrusted results: ``"block"``, ``"flag"`` or ``"off"`` (``[output]
+        injection_filter``)."""
         self._tools: dict[str, Tool] = {}
         # name -> (the schema object compiled, its validator); recompiled if a tool swaps
         # its schema object.

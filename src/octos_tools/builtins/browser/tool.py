@@ -94,6 +94,7 @@ class BrowserTool(TypedTool):
     )
     tags = ("web", "interactive")
     concurrency_class = ConcurrencyClass.SAFE
+    content_trust = "untrusted"
 
     class Args(ToolArgs):
         action: Literal[

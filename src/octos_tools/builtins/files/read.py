@@ -305,6 +305,7 @@ class ReadFileTool(FileTool):
     title = "Read file"
     description = "Read a text file as numbered lines; use start_line/end_line for long files."
     concurrency_class = ConcurrencyClass.SAFE
+    content_trust = "workspace"
 
     class Args(FileArgs):
         path: str = Field(description=PATH_DESCRIPTION)

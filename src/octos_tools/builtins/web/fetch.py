@@ -81,6 +81,7 @@ class WebFetchTool(TypedTool):
         )
 
     tags = ("web",)
+    content_trust = "untrusted"
     concurrency_class = ConcurrencyClass.SAFE
     cwd_bound = False
 

@@ -58,6 +58,7 @@ class WebSearchTool(TypedTool):
     tags = ("web",)
     concurrency_class = ConcurrencyClass.SAFE
     cwd_bound = False
+    content_trust = "untrusted"
 
     def __init__(
         self, config: WebConfig | None = None, providers: Sequence[SearchProvider] | None = None
