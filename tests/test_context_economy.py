@@ -48,8 +48,11 @@ def _restore_groups() -> Iterator[None]:
 
 
 def _config(**extra: Any) -> Config:
+    """The tracker mounted, and a search provider configured (web_search can work: only
+    tools that can work are listed or found)."""
     server = {"command": sys.executable, "args": [str(TRACKER)], "defer": True}
-    return Config.from_mapping({"mcp_servers": {"tracker": server}, **extra})
+    web = {"search_providers": [{"kind": "searxng", "url": "http://127.0.0.1:9"}]}
+    return Config.from_mapping({"mcp_servers": {"tracker": server}, "web": web, **extra})
 
 
 @pytest.fixture
@@ -82,6 +85,13 @@ async def test_forty_tools_reachable_and_the_request_does_not_grow_with_them(
     mounted: ToolRegistry, tmp_path: Path
 ) -> None:
     _exact()
+    from octos_tools.builtins.agents import bind_spawn_delegate
+
+    class _Delegate:  # a host that runs sub-agents (the agent loop); never asked here
+        async def run(self, request: Any, record: Any) -> Any:
+            raise AssertionError("not called")
+
+    bind_spawn_delegate(mounted, _Delegate())
     session = ToolSession(mounted)
     specs = session.before_model_request()
     listed = [s.name for s in specs]
