@@ -67,6 +67,18 @@ async def mounted(tmp_path: Path) -> AsyncIterator[ToolRegistry]:
     await registry.aclose()
 
 
+def _bind_a_delegate(registry: ToolRegistry) -> None:
+    """A host that runs sub-agents (the agent loop), so the sub-agent tools can work; it
+    is never asked to run one here."""
+    from octos_tools.builtins.agents import bind_spawn_delegate
+
+    class _Delegate:
+        async def run(self, request: Any, record: Any) -> Any:
+            raise AssertionError("not called")
+
+    assert bind_spawn_delegate(registry, _Delegate())
+
+
 def _exact() -> None:
     pytest.importorskip("bpe_openai", reason="exact counts need the tokens extra (bpe-openai)")
 
@@ -85,13 +97,7 @@ async def test_forty_tools_reachable_and_the_request_does_not_grow_with_them(
     mounted: ToolRegistry, tmp_path: Path
 ) -> None:
     _exact()
-    from octos_tools.builtins.agents import bind_spawn_delegate
-
-    class _Delegate:  # a host that runs sub-agents (the agent loop); never asked here
-        async def run(self, request: Any, record: Any) -> Any:
-            raise AssertionError("not called")
-
-    bind_spawn_delegate(mounted, _Delegate())
+    _bind_a_delegate(mounted)
     session = ToolSession(mounted)
     specs = session.before_model_request()
     listed = [s.name for s in specs]
@@ -163,6 +169,7 @@ def _tasks() -> list[dict[str, Any]]:
 @pytest.mark.slow
 async def test_discovery_ranks_the_right_tool_in_the_top_three(mounted: ToolRegistry) -> None:
     tasks = _tasks()
+    _bind_a_delegate(mounted)
     session = ToolSession(mounted)
     misses: list[str] = []
     for task in tasks:
