@@ -173,13 +173,18 @@ class _CommandTool(WorkspaceTool):
         timeout: float,
         limit: int,
         extra_meta: JSONObject | None = None,
+        ctx: ToolContext | None = None,
     ) -> ToolResult:
-        """Run ``command`` to completion (or its timeout) and build the result."""
+        """Run ``command`` to completion (or its timeout) and build the result; while it
+        runs, a progress heartbeat goes to ``ctx``'s reporter (:mod:`octos_tools._progress`)."""
+        from ..._progress import heartbeat
+
         capture = OutputCapture(limit)
         started = time.monotonic()
-        proc, exited = await run_to_completion(
-            command, cwd=cwd, env=command_env(), capture=capture, timeout=timeout
-        )
+        async with heartbeat(ctx, f"running: {command[:80]}", total=timeout):
+            proc, exited = await run_to_completion(
+                command, cwd=cwd, env=command_env(), capture=capture, timeout=timeout
+            )
         if exited:
             self.sessions.keep_leftovers(proc)
         return completion_result(
@@ -222,7 +227,7 @@ class ShellTool(_CommandTool):
         cwd = self._cwd(ctx, None)
         await self._check_policy(ctx, args.command)
         limit = self.config.max_output_bytes - _HEADER_ROOM
-        return await self._run(args.command, cwd, timeout, limit)
+        return await self._run(args.command, cwd, timeout, limit, ctx=ctx)
 
 
 class ExecCommandTool(_CommandTool):
@@ -264,7 +269,7 @@ class ExecCommandTool(_CommandTool):
         limit = _output_limit(args.max_output_tokens, cap)
         await self._check_policy(ctx, command)
         if not args.tty and args.yield_time_ms is None:
-            return await self._run(command, cwd, timeout, limit, {"codex_tool": self.name})
+            return await self._run(command, cwd, timeout, limit, {"codex_tool": self.name}, ctx=ctx)
         wait_ms = EXEC_DEFAULT_YIELD_MS if args.yield_time_ms is None else args.yield_time_ms
         session = await self.sessions.start(
             command,
@@ -362,5 +367,10 @@ class BashTool(_CommandTool):
         limit = self.config.max_output_bytes - _HEADER_ROOM
         await self._check_policy(ctx, command)
         return await self._run(
-            command, cwd, timeout, limit, {"codex_tool": "bash", "octos_tool": "exec_command"}
+            command,
+            cwd,
+            timeout,
+            limit,
+            {"codex_tool": "bash", "octos_tool": "exec_command"},
+            ctx=ctx,
         )

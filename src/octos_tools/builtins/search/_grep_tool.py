@@ -107,7 +107,10 @@ class GrepTool(SearchTool):
             limit=args.limit,
             file_pattern=file_pattern,
         )
-        res = await self._bounded(lambda b: self._search(ws, path, q, b))
+        from ..._progress import heartbeat
+
+        async with heartbeat(ctx, f"searching {path} for {args.pattern[:60]!r}"):
+            res = await self._bounded(lambda b: self._search(ws, path, q, b))
         meta: dict[str, Any] = {
             "matches": res.matches,
             "files": len(res.files),
