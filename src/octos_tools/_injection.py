@@ -175,7 +175,15 @@ _ANCHOR_PATTERNS: Final[tuple[tuple[int, ...], ...]] = tuple(
     tuple(i for i, p in enumerate(_PATTERNS) if anchor in p.anchors) for anchor in _ANCHORS
 )
 """For each anchor (by its index in :data:`_ANCHORS`), the patterns it belongs to."""
+_ANCHOR_INDEX: Final[dict[str, int]] = {anchor: i for i, anchor in enumerate(_ANCHORS)}
+_CASED: Final[dict[str, int]] = {
+    variant: i
+    for i, anchor in enumerate(_ANCHORS)
+    for variant in (anchor, anchor.capitalize(), anchor.upper(), anchor.title())
+}
+"""Anchors as written in lower, capitalised, title and upper case (for the quick scan)."""
 _FINDER = _AhoCorasick(list(_ANCHORS)) if _AhoCorasick is not None else None
+_CASED_FINDER = _AhoCorasick(list(_CASED)) if _AhoCorasick is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,31 +201,63 @@ class Match:
         return {"kind": self.kind, "severity": self.severity, "start": self.start, "end": self.end}
 
 
+def _quick_hits(text: str) -> list[tuple[int, int]] | None:
+    """:func:`_hits` without ``lower()``: anchors in their usual cases only (a phrase in
+    odd mixed case is missed). For text that is only flagged, never changed (file reads),
+    where a scan must cost next to nothing."""
+    if _CASED_FINDER is None:
+        return None
+    try:
+        present = set(_CASED_FINDER.find_matches_as_strings(text, overlapping=True))
+    except UnicodeEncodeError:
+        return None
+    hits: list[tuple[int, int]] = []
+    for variant in present:
+        index = _CASED[variant]
+        at = text.find(variant)
+        while at >= 0:
+            hits.append((index, at))
+            at = text.find(variant, at + 1)
+    return hits
+
+
 def _hits(text: str) -> list[tuple[int, int]] | None:
-    """``(pattern index, anchor position)`` of every anchor in ``text``, or ``None`` when
-    positions cannot be trusted (no prefilter; ``lower()`` changed the length)."""
+    """``(anchor index, anchor position)`` of every anchor in ``text``, or ``None`` when
+    positions cannot be trusted (no prefilter; ``lower()`` changed the length).
+
+    The Aho-Corasick pass says which anchors occur (as strings: asking it for positions
+    costs a character-offset translation on non-ASCII text, ~10x slower on numbered file
+    lines); the few present are then located with ``str.find``."""
     if _FINDER is None:
         return None
     lowered = text.lower()
     if len(lowered) != len(text):
         return None
     try:
-        found = _FINDER.find_matches_as_indexes(lowered, overlapping=True)
+        present = set(_FINDER.find_matches_as_strings(lowered, overlapping=True))
     except UnicodeEncodeError:  # a lone surrogate: ahocorasick_rs takes UTF-8 only
         return None
-    return [(index, start) for index, start, _end in found]
+    hits: list[tuple[int, int]] = []
+    for anchor in present:
+        index = _ANCHOR_INDEX[anchor]
+        at = lowered.find(anchor)
+        while at >= 0:
+            hits.append((index, at))
+            at = lowered.find(anchor, at + 1)
+    return hits
 
 
-def scan(text: str) -> list[Match]:
+def scan(text: str, *, quick: bool = False) -> list[Match]:
     """Every injection phrase in ``text``, by position; overlapping matches keep the
-    earliest (then the longest).
+    earliest (then the longest). ``quick``: anchors found in their usual cases only
+    (:func:`_quick_hits`), for text that is only flagged.
 
     Each pattern's regex runs only in a window around the occurrences of its anchor words
     (found in one Aho-Corasick pass); without positions (see :func:`_hits`) every pattern
     runs over the whole text.
     """
     seen: set[tuple[int, int, str, str]] = set()
-    hits = _hits(text)
+    hits = _quick_hits(text) if quick else _hits(text)
     if hits is None:
         for pattern in _PATTERNS:
             for m in pattern.regex.finditer(text):
@@ -256,7 +296,7 @@ def filter_text(text: str, mode: Mode) -> tuple[str, list[Match]]:
         raise ValueError(f"injection filter mode must be one of {MODES}, not {mode!r}")
     if mode == "off" or not text:
         return text, []
-    matches = scan(text)
+    matches = scan(text, quick=mode == "flag")
     if not matches or mode == "flag":
         return text, matches
     parts: list[str] = []
