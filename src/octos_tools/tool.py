@@ -411,9 +411,10 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
             tags=tuple(self.tags),
         )
 
-    def unavailable_reason(self) -> str | None:
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
         """Why this tool cannot work here (no provider, no browser, no backend), or ``None``
-        when it can (the default).
+        when it can (the default). ``ctx``: a session's base context, for what a session
+        brings itself (a spawn delegate in its extras); ``None`` for the registry's answer.
 
         A tool with a reason is not listed to the model, nor offered by ``tool_search``,
         but stays callable by name (its call answers the typed failure that explains what

@@ -43,7 +43,7 @@ class ImageGenerationTool(TypedTool):
     tags = ("media", "code")
     concurrency_class = ConcurrencyClass.SAFE
 
-    def unavailable_reason(self) -> str | None:
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
         """Never listed: no image backend is bound (a call by name still answers the typed
         ``coding_tool_unsupported``, so the coding contract holds)."""
         return "no image backend is bound"

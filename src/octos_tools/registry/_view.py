@@ -209,8 +209,22 @@ class ToolView:
         return (
             not self.is_deferred(name)
             and self.is_visible_post_activation(name)
-            and self.registry.unavailable_reason(name) is None
+            and self.unavailable_reason(name) is None
         )
+
+    def unavailable_reason(self, name: str) -> str | None:
+        """The registry's :meth:`~octos_tools.registry.ToolRegistry.unavailable_reason`,
+        asked again with this session's base context when it is not ``None`` (a session
+        may bring what the tool needs: the agent loop's spawn delegate)."""
+        registry = self.registry
+        reason = registry.unavailable_reason(name)
+        if reason is None:
+            return None
+        ctx = getattr(self.owner, "ctx", None)
+        tool = registry._tools.get(name)
+        if ctx is None or tool is None:
+            return reason
+        return tool.unavailable_reason(ctx)
 
     def specs(self) -> list[ToolSpec]:
         """The specs of visible tools, in registration order.
@@ -221,10 +235,12 @@ class ToolView:
         """
         registry = self.registry
         default = registry._view
+        ctx = getattr(self.owner, "ctx", None)
         if (
             self is not default
             and not (self._activated or self._evicted or self._hidden)
             and not (default._activated or default._evicted or default._hidden)
+            and not (ctx is not None and ctx.extras)  # extras may make a tool work here
         ):
             # A session with no state of its own (a fresh one, a stateless HTTP request)
             # sees the configured defaults: share the default view's cached list.
@@ -273,7 +289,7 @@ class ToolView:
                     state=state,
                     concurrency=tool.concurrency_class.value,
                     spawn_only=name in registry._spawn_only,
-                    unavailable=registry.unavailable_reason(name),
+                    unavailable=self.unavailable_reason(name),
                     session_hidden=name in self._hidden,
                 )
             )

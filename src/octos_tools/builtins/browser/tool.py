@@ -136,7 +136,7 @@ class BrowserTool(TypedTool):
             idle_timeout=idle_timeout,
         )
 
-    def unavailable_reason(self) -> str | None:
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
         """Unlisted without Playwright or a Chromium on ``PATH`` (nothing is downloaded)."""
         try:
             self.pool.executable()

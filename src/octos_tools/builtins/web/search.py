@@ -66,7 +66,7 @@ class WebSearchTool(TypedTool):
         self.config = config or WebConfig.model_validate({})
         self._providers = list(providers) if providers is not None else None
 
-    def unavailable_reason(self) -> str | None:
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
         """Unlisted while no search provider is configured (``web.search_providers``, or
         each entry lacks its URL or key)."""
         if self._providers is not None:
