@@ -150,6 +150,39 @@ def test_tools_json(ws: Path) -> None:
     assert data["first_request_tokens"] > 0 and "tokenizer" in data
 
 
+def test_tools_no_defer_lists_only_what_can_work_and_says_why_the_rest_is_not(
+    ws: Path,
+) -> None:
+    proc = run_in_process("tools", "--workspace", str(ws), "--no-defer", "--json")
+    assert proc.returncode == 0, proc.stderr
+    by_name = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
+    assert by_name["shell"]["state"] == "visible" and by_name["shell"]["why"] is None
+    for name in ("web_search", "image_generation", "spawn_agent", "close_agent"):
+        assert by_name[name]["state"] == "unavailable", name
+    assert "web.search_providers" in by_name["web_search"]["why"]
+    assert "image backend" in by_name["image_generation"]["why"]
+    assert "spawn delegate" in by_name["resume_agent"]["why"]
+    text = run_in_process("tools", "--workspace", str(ws)).stdout.decode()
+    assert "not listed: web_fetch: deferred" in text
+    assert "not listed: image_generation: cannot work here: no image backend" in text
+
+
+def test_tools_lists_web_search_once_a_provider_is_configured(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "web.json"
+    provider = {"kind": "searxng", "url": "http://127.0.0.1:9"}
+    cfg.write_text(json.dumps({"web": {"search_providers": [provider]}}))
+    proc = run_in_process("tools", "-w", str(ws), "-c", str(cfg), "--no-defer", "--json")
+    by_name = {row["name"]: row for row in json.loads(proc.stdout)["tools"]}
+    assert by_name["web_search"]["state"] == "visible"
+
+
+def test_tools_says_why_a_denied_tool_is_not_listed(ws: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "deny.json"
+    cfg.write_text(json.dumps({"tool_policy": {"deny": ["grep"]}}))
+    text = run_in_process("tools", "-w", str(ws), "-c", str(cfg)).stdout.decode()
+    assert "not listed: grep: " in text and "policy" in text
+
+
 def test_policy_explain(tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(

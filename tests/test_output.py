@@ -140,3 +140,27 @@ def test_ordinary_code_with_lookalikes_untouched() -> None:
         "const sk = task_live_mode; skip_test_value = 3\n"
     )
     assert redact_secrets(code) == code
+
+
+def test_a_capped_output_ends_on_line_boundaries_and_says_how_to_get_the_rest() -> None:
+    from octos_tools.output import cap_output
+
+    lines = [f"line {i:05d} " + "x" * 40 for i in range(5000)]
+    text = "\n".join(lines) + "\n"
+    out = cap_output(text, 10_000)
+    assert len(out.encode()) <= 10_000
+    head, rest = out.split("\n... [", 1)
+    marker, tail = rest.split("] ...\n\n", 1)  # a blank line on each side of the marker
+    assert "redirect the output to a file and grep it" in marker
+    assert "read it by line range" in marker
+    assert head.splitlines() == lines[: len(head.splitlines())]  # whole lines only
+    assert tail.splitlines() == lines[len(lines) - len(tail.splitlines()) :]
+    omitted = int(marker.split(" bytes omitted")[0])
+    assert omitted == len(text.encode()) - len(head.encode()) - len(tail.encode())
+
+
+def test_one_huge_line_is_still_cut_on_a_character_boundary() -> None:
+    from octos_tools.output import cap_output
+
+    out = cap_output("é" * 100_000, 5_000)
+    assert len(out.encode()) <= 5_000 and "bytes omitted of 200000 bytes" in out

@@ -158,7 +158,9 @@ async def test_hard_policy_removed_tool_not_in_discovery(tmp_path: Path) -> None
         registry.apply_policy(ToolPolicy(deny=["barcode_scanner"]))
         answer = await registry.execute("tool_search", {"query": "barcode"})
         assert answer.structured_metadata["result"]["matches"] == []
-        assert "barcode_scanner" not in answer.output
+        # never offered; named only to say it is denied (what was asked for is refused)
+        assert "Not for you: barcode_scanner: denied by the tool policy" in answer.output
+        assert answer.output.count("barcode_scanner") == 1
         assert "barcode_scanner" not in (await registry.execute("activate_tools", {})).output
     finally:
         await registry.aclose()
@@ -169,7 +171,10 @@ def test_no_deferral_when_switched_off(tmp_path: Path) -> None:
     registry = _big_registry(tmp_path, config)
     assert registry.deferred_names() == []
     assert "activate_tools" not in registry
-    assert len(registry.specs()) == len(registry) == TOTAL_TOOLS - 1
+    unavailable = registry.unavailable()
+    assert set(unavailable) >= {"image_generation", "web_search", "spawn_agent"}
+    assert len(registry.specs()) == len(registry) - len(unavailable)
+    assert len(registry) == TOTAL_TOOLS - 1
 
 
 def test_small_registry_is_not_deferred(tmp_path: Path) -> None:
@@ -205,7 +210,10 @@ def test_build_registry_default_profile_lists_the_default_set(tmp_path: Path) ->
 def test_no_defer_override_lists_everything(tmp_path: Path) -> None:
     registry = build_registry(Config(), tmp_path, defer=False)
     assert registry.deferred_names() == []
-    assert registry.visible_names() == registry.names()
+    # everything that can work is listed; what can only fail is not (still callable)
+    unavailable = registry.unavailable()
+    assert registry.visible_names() == [n for n in registry.names() if n not in unavailable]
+    assert {"web_search", "image_generation", "spawn_agent", "close_agent"} <= set(unavailable)
     assert "activate_tools" not in registry
     off = build_registry(Config(lifecycle=LifecycleConfig(defer=False)), tmp_path)
     assert off.visible_names() == registry.visible_names()

@@ -622,3 +622,34 @@ async def test_timeout_stops_a_tool_inside_its_own_scopes_and_task_groups() -> N
         await anyio.sleep(0.01)
     r.register(EchoTool("after"))
     assert (await r.execute("after", {"text": "ok"})).output == "ok"
+
+
+# ------------------------------------------------------------------ availability
+
+
+class _NeedsBackend(EchoTool):
+    """A tool that can work only once ``backend`` is set."""
+
+    backend: str | None = None
+
+    def unavailable_reason(self) -> str | None:
+        return None if self.backend else "no backend"
+
+
+@pytest.mark.anyio
+async def test_a_tool_that_cannot_work_is_not_listed_but_stays_callable() -> None:
+    registry = ToolRegistry()
+    tool = _NeedsBackend("render")
+    registry.register(tool)
+    registry.register(EchoTool("echo"))
+    assert registry.visible_names() == ["echo"]
+    assert registry.unavailable() == {"render": "no backend"}
+    entry = next(e for e in registry.catalog() if e.name == "render")
+    assert entry.unavailable == "no backend" and not entry.runnable
+    result = await registry.execute("render", {"text": "hi"})
+    assert result.success  # a call by name reaches the tool itself
+    tool.backend = "ready"
+    assert registry.visible_names() == ["echo"]  # cached until a mutation
+    registry.refresh_availability()
+    assert registry.visible_names() == ["render", "echo"]
+    assert registry.unavailable() == {}

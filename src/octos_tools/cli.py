@@ -519,10 +519,15 @@ def tools(
             "--encoding", help="Vocabulary of the token counts: o200k_base or cl100k_base."
         ),
     ] = "o200k_base",
+    no_defer: Annotated[
+        bool,
+        typer.Option("--no-defer", help="As `serve --no-defer`: nothing deferred."),
+    ] = False,
     read_only: ReadOnlyOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """List every tool: group, tags, class, state (visible, deferred, hidden, denied).
+    """List every tool: group, tags, class, state (visible, deferred, hidden, unavailable,
+    denied), and why each unlisted tool is not listed.
 
     Token counts are of what a host forwards (compact JSON of name, description and
     parameters), exact with the ``tokens`` extra, else an estimate labelled as one.
@@ -534,6 +539,10 @@ def tools(
     if encoding not in ENCODINGS:
         _usage_error(f"--encoding must be one of {', '.join(ENCODINGS)}, not {encoding!r}")
     cfg = _load(config, read_only)
+    if no_defer:
+        cfg = cfg.model_copy(
+            update={"lifecycle": cfg.lifecycle.model_copy(update={"defer": False})}
+        )
     registry = _registry(cfg, workspace)
     if cfg.mcp_servers:
 
@@ -593,6 +602,9 @@ def tools(
                 f"serve lists request_user_input only to clients with MCP elicitation: "
                 f"{report.total - asks['tokens']} tokens in {len(specs) - 1} specs for the others"
             )
+    for row in rows:
+        if row["state"] != "visible" and row.get("why"):
+            footer.append(f"not listed: {row['name']}: {row['why']}")
     for item in missing:
         footer.append(f"not installed: {item['name']} (pip install 'octos-tools[{item['extra']}]')")
     _print_table(title, headers, body, footer, right_align={"tokens"})
@@ -654,20 +666,29 @@ def _token_report(specs: list[ToolSpec], encoding: str) -> TokenReport:
 def _tool_rows(
     registry: ToolRegistry, visible: set[str], report: TokenReport | None
 ) -> list[dict[str, Any]]:
-    """One row per registered tool, then one per tool a hard policy removed."""
+    """One row per registered tool, then one per tool a hard policy removed; ``why`` says
+    why a tool is not listed (``None`` for a listed one)."""
     rows: list[dict[str, Any]] = []
     for name in registry.names():
         tool = registry.get(name)
         assert tool is not None
         decision = registry.evaluate(name)
+        unavailable = registry.unavailable_reason(name)
+        why: str | None = None
         if not decision.allowed:
             state = "denied"
+            why = f"denied by the {decision.source or 'tool policy'}: {decision.detail}"
+        elif unavailable is not None:
+            state = "unavailable"
+            why = f"cannot work here: {unavailable} (callable by name: it says so)"
         elif registry.is_deferred(name):
             state = "deferred"
+            why = "deferred: tool_search finds it; a call by name loads it"
         elif name in visible:
             state = "visible"
         else:
             state = "hidden"
+            why = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
         count = report.per_tool.get(name) if report is not None and state == "visible" else None
         rows.append(
             {
@@ -678,6 +699,7 @@ def _tool_rows(
                 "state": state,
                 "spawn_only": registry.is_spawn_only(name),
                 "tokens": count,
+                "why": why,
             }
         )
     for name, (cls, tags) in registry.removed_by_policy().items():
@@ -690,6 +712,7 @@ def _tool_rows(
                 "state": "denied",
                 "spawn_only": False,
                 "tokens": None,
+                "why": "removed by a hard policy (tool_policy or read-only mode)",
             }
         )
     return rows

@@ -157,6 +157,20 @@ class LimitsConfig(_Model):
     tool_timeout_secs: float = Field(1800.0, gt=0, le=86_400)
 
 
+class OutputConfig(_Model):
+    """What happens to tool results before the model reads them.
+
+    Attributes:
+        injection_filter: results of untrusted content (web, browser, mounted MCP
+            servers): ``"block"`` replaces prompt-injection phrases with
+            ``[injection-blocked:<kind>]``, ``"flag"`` keeps the text and lists them in the
+            metadata, ``"off"`` does neither. File reads are only ever flagged
+            (:mod:`octos_tools._injection`).
+    """
+
+    injection_filter: Literal["block", "flag", "off"] = "block"
+
+
 class FilesConfig(_Model):
     """File tools' settings.
 
@@ -384,7 +398,7 @@ class Config(_Model):
         context_filter: tags; only tools with no tags or one of these are shown.
         deferred_groups: groups deferred when too many tools are visible.
         base_tools: tool names never evicted by the LRU.
-        lifecycle, limits, files, history, shell, web: see their classes.
+        lifecycle, limits, files, history, output, shell, web: see their classes.
         mcp_servers: MCP servers to mount, by name.
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
@@ -409,6 +423,7 @@ class Config(_Model):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # type: ignore[arg-type]
     files: FilesConfig = Field(default_factory=FilesConfig)  # type: ignore[arg-type]
     history: HistoryConfig = Field(default_factory=HistoryConfig)  # type: ignore[arg-type]
+    output: OutputConfig = Field(default_factory=OutputConfig)  # type: ignore[arg-type]
     shell: ShellConfig = Field(default_factory=ShellConfig)  # type: ignore[arg-type]
     web: WebConfig = Field(default_factory=WebConfig)  # type: ignore[arg-type]
     image: ImageConfig = Field(default_factory=ImageConfig)  # type: ignore[arg-type]

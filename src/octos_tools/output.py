@@ -71,10 +71,13 @@ def _token_run(data: Iterable[int]) -> int:
 def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
     """Cap ``text`` at about ``max_bytes`` UTF-8 bytes, keeping head and tail.
 
-    The result is ``head + "\\n\\n... [N bytes omitted of T] ...\\n\\n" + tail`` with the head
-    ~70 % and the tail ~30 % of the budget, cut on character boundaries; a credential-like
-    token the cut goes through is dropped whole (:func:`trim_cut_tokens`). Text within the
-    budget is returned unchanged.
+    The result is ``head + "\\n\\n... [N bytes omitted of T; ...] ...\\n\\n" + tail`` with
+    the head ~70 % and the tail ~30 % of the budget. Both cuts fall on line boundaries (the
+    head ends after a newline, the tail starts a line), unless that would drop more than half
+    of a side (a few very long lines: the cut is then on a character boundary). The marker
+    says how to get the rest: run the command again with its output redirected to a file and
+    grep it, or read the file by line range. A credential-like token the cut goes through is
+    dropped whole (:func:`trim_cut_tokens`). Text within the budget is returned unchanged.
 
     Args:
         text: the output.
@@ -91,10 +94,18 @@ def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
     total = len(data)
     if total <= max_bytes:
         return text
-    budget = max_bytes - 80  # room for the marker
+    budget = max_bytes - min(_MARKER_RESERVE, max_bytes // 3)
     head_size = int(budget * _HEAD_SHARE)
     tail_size = budget - head_size
-    head_bytes, tail_bytes = trim_cut_tokens(data[:head_size], data[total - tail_size :])
+    head_cut = data[:head_size]
+    newline = head_cut.rfind(b"\n")
+    if newline >= head_size // 2:
+        head_cut = head_cut[: newline + 1]
+    tail_cut = data[total - tail_size :]
+    newline = tail_cut.find(b"\n")
+    if 0 <= newline < tail_size // 2 and data[total - tail_size - 1 : total - tail_size] != b"\n":
+        tail_cut = tail_cut[newline + 1 :]
+    head_bytes, tail_bytes = trim_cut_tokens(head_cut, tail_cut)
     head = head_bytes.decode("utf-8", "ignore")  # drops a partial trailing character
     tail = tail_bytes.decode("utf-8", "ignore")  # drops a partial leading character
     omitted = (
@@ -102,8 +113,19 @@ def cap_output(text: str, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> str:
         - len(head.encode("utf-8", "surrogatepass"))
         - len(tail.encode("utf-8", "surrogatepass"))
     )
-    marker = f"\n\n... [{omitted} bytes omitted of {total} bytes] ...\n\n"
+    marker = (
+        f"\n... [{omitted} bytes omitted of {total} bytes; for the rest, redirect the output "
+        "to a file and grep it, or read it by line range] ...\n"
+    )
+    if not head.endswith("\n"):
+        marker = "\n" + marker
+    if not tail.startswith("\n"):
+        marker += "\n"
     return head + marker + tail
+
+
+_MARKER_RESERVE = 200
+"""Bytes of the budget kept for the omission marker."""
 
 
 # (markers, pattern): a pattern runs only when one of its markers occurs in the text (a

@@ -502,7 +502,9 @@ def _declared_outputs(result: ToolResult) -> list[str]:
 def post_process(registry: ToolRegistry, tool: Tool | None, result: ToolResult) -> ToolResult:
     """Step 9: cap the output at the tool's (else the registry's) byte limit, head and
     tail kept; redact credentials from the output and the metadata when the registry
-    redacts. Returns ``result`` itself when nothing changed."""
+    redacts; filter prompt-injection phrases from untrusted content
+    (:attr:`~octos_tools.tool.Tool.content_trust`, :func:`_filter_injection`). Returns
+    ``result`` itself when nothing changed."""
     output = result.output
     limit = (tool.max_output_bytes if tool is not None else None) or registry.max_output_bytes
     if len(output) > limit // 4:
@@ -519,6 +521,34 @@ def post_process(registry: ToolRegistry, tool: Tool | None, result: ToolResult) 
                     if redacted is not meta:
                         result = replace(result, structured_metadata=redacted)
                     break
+    trust = tool.content_trust if tool is not None else "trusted"
+    if trust != "trusted" and registry.injection_filter != "off":
+        output, result = _filter_injection(registry, trust, output, result)
     if output is not result.output:
         result = replace(result, output=output)
     return result
+
+
+def _filter_injection(
+    registry: ToolRegistry, trust: str, output: str, result: ToolResult
+) -> tuple[str, ToolResult]:
+    """Prompt-injection phrases of an untrusted or workspace result
+    (:mod:`._injection`): blocked in the text of untrusted content when the registry's
+    ``injection_filter`` is ``"block"``, else kept; the metadata says ``untrusted`` (for
+    untrusted content) and lists the matches under ``injection``."""
+    from ._injection import filter_text
+
+    mode = registry.injection_filter if trust == "untrusted" else "flag"
+    output, matches = filter_text(output, mode)  # type: ignore[arg-type]
+    if trust != "untrusted" and not matches:
+        return output, result
+    meta = dict(result.structured_metadata or {})
+    if trust == "untrusted":
+        meta["untrusted"] = True
+    if matches:
+        meta["injection"] = {
+            "action": "blocked" if mode == "block" else "flagged",
+            "matches": [m.as_json() for m in matches[:20]],
+            "count": len(matches),
+        }
+    return output, replace(result, structured_metadata=meta)

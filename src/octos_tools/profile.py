@@ -248,6 +248,7 @@ def _build(
         max_output_bytes=config.limits.max_output_bytes,
         session_key=session_key,
     )
+    registry.injection_filter = config.output.injection_filter
     if families is None or families:
         from .builtins import register_builtins
 

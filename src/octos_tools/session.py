@@ -81,7 +81,13 @@ class ToolSession:
             activation, ``activate_tools``) are included, since the comparison is with the
             previously *returned* list.
         evicted: the names the last :meth:`before_model_request` evicted (``[]`` if none).
+        list_persists: whether what a call activates reaches the client's next tool list
+            (``False`` for the throwaway session of a 2026-07-28 stateless MCP request:
+            ``tool_search select:`` then says to call the tool by name instead of claiming
+            a load).
     """
+
+    list_persists: bool = True
 
     def __init__(
         self,

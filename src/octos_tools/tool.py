@@ -364,6 +364,11 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
     """Output cap of this tool in bytes (``None``: the registry default, 50,000)."""
     search_hints: tuple[str, ...] = ()
     """Words a task may use for this tool (never sent to the model; ``tool_search`` ranks them)."""
+    content_trust: ClassVar[str] = "trusted"
+    """Where the result's text comes from: ``"trusted"`` (this process, the tool's own
+    words), ``"untrusted"`` (the web, another MCP server: prompt-injection phrases are
+    blocked or flagged per ``[output] injection_filter`` and the metadata says
+    ``untrusted``) or ``"workspace"`` (file contents: kept exact, matches only flagged)."""
     validate_arguments: ClassVar[bool] = True
     """When ``False`` the registry skips JSON-Schema validation (the tool validates itself)."""
 
@@ -405,6 +410,19 @@ class Tool(ABC):  # noqa: B024 - "one of two methods" is enforced in __new__
             destructive=exclusive,
             tags=tuple(self.tags),
         )
+
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
+        """Why this tool cannot work here (no provider, no browser, no backend), or ``None``
+        when it can (the default). ``ctx``: a session's base context, for what a session
+        brings itself (a spawn delegate in its extras); ``None`` for the registry's answer.
+
+        A tool with a reason is not listed to the model, nor offered by ``tool_search``,
+        but stays callable by name (its call answers the typed failure that explains what
+        is missing). The registry caches the answer until its next mutation
+        (:meth:`~octos_tools.registry.ToolRegistry.refresh_availability`); keep it cheap
+        and free of I/O beyond a ``PATH`` lookup.
+        """
+        return None
 
     def spec_for(self, registry: Any) -> ToolSpec:
         """The spec as shown by ``registry`` (default :meth:`spec`).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,6 +227,26 @@ async def test_id_aliases_accepted_but_not_advertised() -> None:
     await registry.aclose()
 
 
+def test_the_sub_agent_tools_are_listed_only_while_a_spawn_delegate_is_bound(
+    tmp_path: Path,
+) -> None:
+    from octos_tools.profile import build_registry
+
+    registry = build_registry(Config(), tmp_path, defer=False)
+    names = ("spawn_agent", "delegate", "send_input", "resume_agent", "wait_agent", "close_agent")
+    assert not set(names) & set(registry.visible_names())
+    assert all("spawn delegate" in registry.unavailable()[n] for n in names)
+
+    class Runner:
+        async def run(self, request: object, record: object) -> ToolResult:
+            return ToolResult.ok("done")
+
+    assert bind_spawn_delegate(registry, Runner())
+    assert set(names) <= set(registry.visible_names())
+    bind_spawn_delegate(registry, None)
+    assert not set(names) & set(registry.visible_names())
+
+
 @pytest.mark.anyio
 async def test_after_rebind_cwd_spawn_and_read_task_output_share_one_supervisor(
     tmp_path: Any,
@@ -259,3 +280,18 @@ class LoggingDelegate(ShortDelegate):
     async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult:
         record.append_output(f"working on: {request.task}\n")
         return await super().run(request, record)
+
+
+def test_a_session_with_its_own_spawn_delegate_lists_the_sub_agent_tools(tmp_path: Path) -> None:
+    from octos_tools.profile import build_registry
+    from octos_tools.session import ToolSession
+
+    class Runner:
+        async def run(self, request: object, record: object) -> ToolResult:
+            return ToolResult.ok("done")
+
+    registry = build_registry(Config(), tmp_path, defer=False)
+    plain = ToolSession(registry)
+    own = ToolSession(registry, ToolContext(extras={"spawn_delegate": Runner()}))
+    assert "spawn_agent" not in [s.name for s in plain.specs()]
+    assert "spawn_agent" in [s.name for s in own.specs()]

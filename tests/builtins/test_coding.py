@@ -89,6 +89,9 @@ async def test_request_user_input_with_and_without_channel() -> None:
 async def test_image_generation_stub() -> None:
     registry = ToolRegistry()
     registry.register(ImageGenerationTool())
+    # never listed (no backend can work here), yet a call by name answers
+    assert registry.visible_names() == []
+    assert registry.unavailable() == {"image_generation": "no image backend is bound"}
     blank = await registry.execute("image_generation", {"prompt": "   "})
     assert blank.error_kind is ErrorKind.INVALID_ARGUMENTS
     missing = await registry.execute("image_generation", {})

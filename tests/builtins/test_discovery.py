@@ -200,7 +200,8 @@ async def test_tool_search_never_shows_a_policy_denied_tool() -> None:
         assert "web_fetch" not in [m["name"] for m in data["matches"]]
     data = _json(await _call(registry, "tool_search", {"query": "select:web_fetch,grep"}))
     assert [m["name"] for m in data["matches"]] == ["grep"]
-    assert data["not_found"] == ["web_fetch"]
+    assert data["refused"] == [{"name": "web_fetch", "why": "denied by the provider policy"}]
+    assert "not_found" not in data
     suggest = _json(await _call(registry, "tool_suggest", {"task": "fetch a web page"}))
     assert "web_fetch" not in [s["name"] for s in suggest["suggestions"]]
 
@@ -636,8 +637,71 @@ async def test_discovery_acts_on_the_calling_session_only(tmp_path: Path) -> Non
         seen_by_b = _json(await b.call("tool_search", {"query": "fetch a web page"}))
         states = {m["name"]: m["state"] for m in seen_by_b["matches"]}
         assert states["web_fetch"] == "deferred"
-        loaded = await b.call("activate_tools", {"tools": ["spawn_agent"]})
-        assert loaded.success and "spawn_agent" in loaded.output
-        assert not b.is_deferred("spawn_agent") and a.is_deferred("spawn_agent")
+        loaded = await b.call("activate_tools", {"tools": ["diff_edit"]})
+        assert loaded.success and "diff_edit" in loaded.output
+        assert not b.is_deferred("diff_edit") and a.is_deferred("diff_edit")
+        # a tool that cannot work here (no spawn delegate) is never "loaded"
+        refused = await b.call("activate_tools", {"tools": ["spawn_agent"]})
+        assert refused.error_kind == "no_match" and "Loaded" not in refused.output
     finally:
         await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_with_commands_denied_a_shell_request_offers_nothing_unrunnable_and_says_so(
+    tmp_path: Path,
+) -> None:
+    from octos_tools.config import Config
+    from octos_tools.profile import build_registry
+    from octos_tools.session import ToolSession
+
+    config = Config.from_mapping({"tool_policy": {"deny": ["group:runtime"]}})
+    registry = build_registry(config, tmp_path)
+    session = ToolSession(registry)
+    unavailable = set(registry.unavailable())
+    assert {"resume_agent", "close_agent"} <= unavailable
+    for tool in ("tool_search", "tool_suggest"):
+        key = "query" if tool == "tool_search" else "task"
+        result = await session.call(tool, {key: "run a shell command", "limit": 8})
+        data = result.structured_metadata["result"]
+        offered = [m["name"] for m in data.get("matches", data.get("suggestions", []))]
+        assert not set(offered) & (unavailable | {"exec_command", "shell", "bash"}), offered
+        refused = {r["name"]: r["why"] for r in data["refused"]}
+        assert "denied" in refused["exec_command"]
+        assert "Not for you: exec_command: denied" in result.output
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_tool_search_never_offers_a_tool_that_cannot_work_here(tmp_path: Path) -> None:
+    from octos_tools.config import Config
+    from octos_tools.profile import build_registry
+
+    registry = build_registry(Config(), tmp_path)
+    data = _json(await _call(registry, "tool_search", {"query": "make a picture of a cat"}))
+    assert "image_generation" not in [m["name"] for m in data["matches"]]
+    assert data["refused"][0] == {
+        "name": "image_generation",
+        "why": "unavailable here: no image backend is bound",
+    }
+    picked = _json(await _call(registry, "tool_search", {"query": "select:web_search"}))
+    assert picked["matches"] == [] and "not_found" not in picked
+    assert "no search provider" in picked["refused"][0]["why"]
+    assert not registry.is_visible("web_search")
+    await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_select_in_a_session_whose_list_cannot_change_says_call_by_name() -> None:
+    from octos_tools.session import ToolSession
+
+    registry = _registry()
+    session = ToolSession(registry)
+    session.list_persists = False
+    result = await session.call("tool_search", {"query": "select:web_fetch"})
+    data = result.structured_metadata["result"]
+    assert "loaded" not in data and data["call_by_name"] == ["web_fetch"]
+    assert "Loaded" not in result.output and "Call web_fetch by name" in result.output
+    assert session.is_deferred("web_fetch")
+    called = await session.call("web_fetch", {"text": "x"})
+    assert called.success  # a call by name works

@@ -285,7 +285,9 @@ def _hub_of(registry: ToolRegistry) -> AgentHub | None:
 
 def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) -> bool:
     """Attach ``delegate`` to the sub-agent tools of ``registry`` (and of the registries
-    derived from it, which share the tools); ``None`` detaches it.
+    derived from it, which share the tools); ``None`` detaches it. The tools are listed
+    while a delegate is bound here or in a session's ``ctx.extras["spawn_delegate"]``
+    (:meth:`~octos_tools.tool.Tool.unavailable_reason`).
 
     Returns:
         ``True`` when the tools were found (``spawn_agent`` is registered).
@@ -294,6 +296,7 @@ def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) 
     if hub is None:
         return False
     hub.delegate = delegate
+    registry.refresh_availability()
     return True
 
 
@@ -412,6 +415,16 @@ class _AgentTool(TypedTool):
     def __init__(self, hub: AgentHub) -> None:
         self.hub = hub
 
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
+        """Unlisted until a spawn delegate is bound (:func:`bind_spawn_delegate`, or a
+        session's ``ctx.extras["spawn_delegate"]``, as the agent loop gives): without one no
+        sub-agent can run (over MCP there is none)."""
+        if self.hub.delegate is not None or (
+            ctx is not None and self.hub.delegate_for(ctx) is not None
+        ):
+            return None
+        return "no spawn delegate is bound (the host runs no sub-agents)"
+
     async def run(self, args: Any, ctx: ToolContext | None) -> ToolResult:
         return await self.act(ctx or ToolContext(), args.model_dump(exclude_none=True))
 
@@ -450,15 +463,17 @@ class SpawnAgentTool(_AgentTool):
     class Args(ToolArgs):
         message: str | None = Field(None, description="The task for the agent.")
         task: SkipJsonSchema[str | None] = None
-        items: list[dict[str, Any]] | None = None
-        agent_type: str | None = None
-        label: str | None = None
-        role: str | None = None
-        model: str | None = None
-        reasoning_effort: str | None = None
-        fork_context: bool | None = None
-        mode: Literal["background", "sync"] | None = None
-        allowed_tools: list[str] | None = None
+        items: list[dict[str, Any]] | None = Field(None, description="Inputs for the task.")
+        agent_type: str | None = Field(None, description="Kind of agent.")
+        label: str | None = Field(None, description="A name for it.")
+        role: str | None = Field(None, description="Its role.")
+        model: str | None = Field(None, description="Model to run.")
+        reasoning_effort: str | None = Field(None, description="low, medium or high.")
+        fork_context: bool | None = Field(None, description="Start from this conversation.")
+        mode: Literal["background", "sync"] | None = Field(
+            None, description="background returns at once; sync waits."
+        )
+        allowed_tools: list[str] | None = Field(None, description="Tools it may use.")
 
     tags = ("gateway", "code")
     concurrency_class = ConcurrencyClass.EXCLUSIVE
@@ -515,9 +530,9 @@ class SendInputTool(_AgentTool):
     )
 
     class Args(_IdArgs):
-        message: str | None = None
-        items: list[dict[str, Any]] | None = None
-        interrupt: bool | None = None
+        message: str | None = Field(None, description="What to tell it.")
+        items: list[dict[str, Any]] | None = Field(None, description="Inputs to pass on.")
+        interrupt: bool | None = Field(None, description="Stop its current turn first.")
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
         rec = self._agent(ctx, args)
@@ -594,8 +609,8 @@ class WaitAgentTool(_AgentTool):
     )
 
     class Args(_IdArgs):
-        ids: list[str] | None = None
-        timeout_ms: int | None = Field(None, ge=0)
+        ids: list[str] | None = Field(None, description="Agent ids.")
+        timeout_ms: int | None = Field(None, ge=0, description="Most ms to wait.")
 
     timeout = WAIT_MAX_MS / 1000 + 60
 

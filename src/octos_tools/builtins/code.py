@@ -379,7 +379,7 @@ class CodeStructureTool(WorkspaceTool):
     title = "Code structure"
     description = (
         "Outline source files: functions, classes, imports, constants with line "
-        "numbers. Python, JS, TS, Rust, Go. `path`: a file or a folder."
+        "numbers. Python, JS, TS, Rust, Go."
     )
 
     class Args(ToolArgs):

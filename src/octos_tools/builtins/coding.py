@@ -43,8 +43,8 @@ _MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 class PlanStep(ToolArgs):
     """One step of a plan."""
 
-    step: str
-    status: Literal["pending", "in_progress", "completed"]
+    step: str = Field(description="What to do.")
+    status: Literal["pending", "in_progress", "completed"] = Field(description="Its state.")
 
 
 class UpdatePlanTool(TypedTool):
@@ -57,16 +57,13 @@ class UpdatePlanTool(TypedTool):
 
     name = "update_plan"
     title = "Update the plan"
-    description = (
-        "Record the task plan: the whole list of steps each time (pending, in_progress or "
-        "completed; at most one in_progress)."
-    )
+    description = "Record the task plan: every step each time, at most one in_progress."
     tags = ("code",)
     concurrency_class = ConcurrencyClass.SAFE
 
     class Args(ToolArgs):
-        explanation: str | None = None
-        plan: list[PlanStep]
+        explanation: str | None = Field(None, description="Why it changed.")
+        plan: list[PlanStep] = Field(description="Every step, in order.")
 
     async def run(self, args: UpdatePlanTool.Args, ctx: ToolContext | None) -> ToolResult:
         steps: list[dict[str, str]] = []
@@ -102,18 +99,18 @@ class UpdatePlanTool(TypedTool):
 class QuestionOption(ToolArgs):
     """One choice offered with a question."""
 
-    label: str
-    description: str | None = None
+    label: str = Field(description="The choice.")
+    description: str | None = Field(None, description="What it means.")
 
 
 class Question(ToolArgs):
     """One question of ``request_user_input``."""
 
-    id: str | None = None
-    header: str | None = None
-    question: str
-    options: list[QuestionOption] | None = None
-    multi_select: bool | None = None
+    id: str | None = Field(None, description="Answer key.")
+    header: str | None = Field(None, description="Short title.")
+    question: str = Field(description="The question.")
+    options: list[QuestionOption] | None = Field(None, description="Choices offered.")
+    multi_select: bool | None = Field(None, description="Several choices allowed.")
 
 
 class RequestUserInputTool(TypedTool):
@@ -138,7 +135,9 @@ class RequestUserInputTool(TypedTool):
 
     class Args(ToolArgs):
         prompt: str | None = Field(None, description="A single question.")
-        questions: list[Question] | None = Field(None, min_length=1)
+        questions: list[Question] | None = Field(
+            None, min_length=1, description="Questions asked together."
+        )
 
     async def run(self, args: RequestUserInputTool.Args, ctx: ToolContext | None) -> ToolResult:
         prompt = args.prompt

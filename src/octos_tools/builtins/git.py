@@ -276,7 +276,9 @@ class GitTool(WorkspaceTool):
     )
 
     class Args(ToolArgs):
-        command: Literal["status", "diff", "log", "show", "blame"]
+        command: Literal["status", "diff", "log", "show", "blame"] = Field(
+            description="The git subcommand."
+        )
         path: str | None = Field(None, description="File or folder.")
         count: int = Field(10, ge=1, le=500, description="Commits for log.")
         revision: str | None = Field(None, description="Commit, branch or tag.")

@@ -38,10 +38,15 @@ class ImageGenerationTool(TypedTool):
     class Args(ToolArgs):
         prompt: str = Field(description="What to draw.")
         size: str | None = Field(None, description="e.g. 1024x1024.")
-        n: int | None = Field(None, ge=1, le=4)
+        n: int | None = Field(None, ge=1, le=4, description="How many images.")
 
     tags = ("media", "code")
     concurrency_class = ConcurrencyClass.SAFE
+
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
+        """Never listed: no image backend is bound (a call by name still answers the typed
+        ``coding_tool_unsupported``, so the coding contract holds)."""
+        return "no image backend is bound"
 
     async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
         prompt = args.prompt

@@ -51,13 +51,16 @@ logger = logging.getLogger("octos_tools.mcp.client")
 
 
 class McpTool(Tool):
-    """One tool of a mounted MCP server, as a registry tool.
+    """One tool of a mounted MCP server, as a registry tool; its results are untrusted
+    content (:attr:`~octos_tools.tool.Tool.content_trust`).
 
     Args:
         name: the registry name (see :func:`mounted_tool_name`).
         remote: the remote ``Tool`` as listed.
         connection: the server's :class:`McpConnection`.
     """
+
+    content_trust = "untrusted"
 
     def __init__(self, name: str, remote: types.Tool, connection: McpConnection) -> None:
         server = connection.name

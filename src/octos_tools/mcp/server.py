@@ -269,7 +269,12 @@ class OctosMcpServer:
             return round_trip.input_required()  # nothing ran: the retry asks again
         structured = None
         if result.success and output_schema_of(self.registry.get(params.name)) is not None:
-            structured = result.structured_metadata or {}
+            # the declared schema is the tool's; our trust marks travel in _meta only
+            structured = {
+                k: v
+                for k, v in (result.structured_metadata or {}).items()
+                if k not in ("untrusted", "injection")
+            }
         return result_to_mcp(result, structured=structured)
 
     def _approval_channel(

@@ -184,6 +184,7 @@ class McpSessions:
         """
         ctx = replace(self.base_ctx, state={})
         tools = ToolSession(self.registry, ctx, evict=self.evict)
+        tools.list_persists = keep
         hidden = set(self.always_hidden)
         if not elicitation:
             hidden.add("request_user_input")

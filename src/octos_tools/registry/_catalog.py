@@ -20,6 +20,10 @@ class CatalogEntry:
             (hidden by the context filter or the session, but callable).
         concurrency: ``"safe"`` or ``"exclusive"``.
         spawn_only: the tool runs in the background and returns a task handle.
+        unavailable: why the tool cannot work here
+            (:meth:`~octos_tools.tool.Tool.unavailable_reason`), or ``None``.
+        session_hidden: the session hides it (its client cannot serve it, e.g.
+            ``request_user_input`` without MCP elicitation).
     """
 
     name: str
@@ -29,3 +33,11 @@ class CatalogEntry:
     state: str
     concurrency: str
     spawn_only: bool
+    unavailable: str | None = None
+    session_hidden: bool = False
+
+    @property
+    def runnable(self) -> bool:
+        """Whether a call can work for this session (able to work here, not hidden by
+        the session): what the discovery tools offer."""
+        return self.unavailable is None and not self.session_hidden

@@ -95,6 +95,10 @@ class ToolRegistry:
         self.supervisor = supervisor if supervisor is not None else TaskSupervisor()
         self.session_key = session_key
         self.output_dir_hint: str | None = None
+        self.injection_filter: str = "block"
+        """What :func:`~octos_tools.pipeline.post_process` does to prompt-injection phrases
+        in untrusted results: ``"block"``, ``"flag"`` or ``"off"`` (``[output]
+        injection_filter``)."""
         self._tools: dict[str, Tool] = {}
         # name -> (the schema object compiled, its validator); recompiled if a tool swaps
         # its schema object.
@@ -111,6 +115,8 @@ class ToolRegistry:
         self._group_descriptions: dict[str, str] = dict(GROUP_DESCRIPTIONS)
         self._group_of: dict[str, str | None] = {}
         self._verdicts: dict[str, PolicyDecision] = {}
+        # name -> Tool.unavailable_reason() (None: it can work), dropped at every mutation
+        self._unavailable: dict[str, str | None] = {}
         # name -> (tool, its typed Args model or None): what the pipeline validates into
         self._models: dict[str, tuple[Tool, Any]] = {}
         self._version = 0
@@ -300,6 +306,7 @@ class ToolRegistry:
     def _mutated(self) -> None:
         self._version += 1
         self._verdicts.clear()
+        self._unavailable.clear()
         self._view._plans.clear()  # session views drop theirs in view._changed() below
         self._group_of.clear()
         self._fire()
@@ -468,6 +475,36 @@ class ToolRegistry:
                 policy=decision.source,
             )
 
+    def unavailable_reason(self, name: str) -> str | None:
+        """Why the registered tool ``name`` cannot work here
+        (:meth:`~octos_tools.tool.Tool.unavailable_reason`: no search provider, no
+        Chromium, no image backend, no spawn delegate), or ``None`` when it can or is not
+        registered. Cached until the next mutation. Such a tool is not listed, and the
+        discovery tools do not offer it; a call by name still reaches it."""
+        try:
+            return self._unavailable[name]
+        except KeyError:
+            pass
+        tool = self._tools.get(name)
+        reason = tool.unavailable_reason() if tool is not None else None
+        self._unavailable[name] = reason
+        return reason
+
+    def unavailable(self) -> dict[str, str]:
+        """``name -> reason`` of every registered tool that cannot work here, in
+        registration order (:meth:`unavailable_reason`)."""
+        out: dict[str, str] = {}
+        for name in self._tools:
+            reason = self.unavailable_reason(name)
+            if reason is not None:
+                out[name] = reason
+        return out
+
+    def refresh_availability(self) -> None:
+        """Ask every tool again whether it can work (after binding a spawn delegate, say):
+        a mutation, so specs, catalogs and listeners follow."""
+        self._mutated()
+
     def passes_filter(self, tool: Tool) -> bool:
         """Whether the context filter shows ``tool`` (untagged tools always pass)."""
         context = self._context_filter
@@ -487,8 +524,8 @@ class ToolRegistry:
         self._view.lifecycle = value
 
     def is_visible(self, name: str) -> bool:
-        """In the default view: registered, not deferred, allowed by policy and shown by
-        the context filter."""
+        """In the default view: registered, not deferred, allowed by policy, shown by the
+        context filter and able to work here (:meth:`unavailable_reason`)."""
         return self._view.is_visible(name)
 
     def is_visible_post_activation(self, name: str) -> bool:

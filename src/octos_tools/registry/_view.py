@@ -202,9 +202,29 @@ class ToolView:
         )
 
     def is_visible(self, name: str) -> bool:
-        """Registered, not deferred, not hidden, allowed by policy and shown by the
-        context filter."""
-        return not self.is_deferred(name) and self.is_visible_post_activation(name)
+        """Registered, not deferred, not hidden, allowed by policy, shown by the context
+        filter, and able to work here (no
+        :meth:`~octos_tools.registry.ToolRegistry.unavailable_reason`: a tool that can
+        only fail is not listed; it stays callable by name)."""
+        return (
+            not self.is_deferred(name)
+            and self.is_visible_post_activation(name)
+            and self.unavailable_reason(name) is None
+        )
+
+    def unavailable_reason(self, name: str) -> str | None:
+        """The registry's :meth:`~octos_tools.registry.ToolRegistry.unavailable_reason`,
+        asked again with this session's base context when it is not ``None`` (a session
+        may bring what the tool needs: the agent loop's spawn delegate)."""
+        registry = self.registry
+        reason = registry.unavailable_reason(name)
+        if reason is None:
+            return None
+        ctx = getattr(self.owner, "ctx", None)
+        tool = registry._tools.get(name)
+        if ctx is None or tool is None:
+            return reason
+        return tool.unavailable_reason(ctx)
 
     def specs(self) -> list[ToolSpec]:
         """The specs of visible tools, in registration order.
@@ -215,10 +235,12 @@ class ToolView:
         """
         registry = self.registry
         default = registry._view
+        ctx = getattr(self.owner, "ctx", None)
         if (
             self is not default
             and not (self._activated or self._evicted or self._hidden)
             and not (default._activated or default._evicted or default._hidden)
+            and not (ctx is not None and ctx.extras)  # extras may make a tool work here
         ):
             # A session with no state of its own (a fresh one, a stateless HTTP request)
             # sees the configured defaults: share the default view's cached list.
@@ -242,7 +264,8 @@ class ToolView:
 
     def catalog(self) -> list[CatalogEntry]:
         """The live catalog: every tool a policy allows, deferred ones included, never a
-        denied one (rebuilt after each change)."""
+        denied one (rebuilt after each change). Entries say why a tool cannot work here
+        (``unavailable``) and whether this session hides it (``session_hidden``)."""
         registry = self.registry
         key = (registry._version, self._version)
         if self._catalog is not None and self._catalog[0] == key:
@@ -266,6 +289,8 @@ class ToolView:
                     state=state,
                     concurrency=tool.concurrency_class.value,
                     spawn_only=name in registry._spawn_only,
+                    unavailable=self.unavailable_reason(name),
+                    session_hidden=name in self._hidden,
                 )
             )
         self._catalog = (key, entries)

@@ -94,6 +94,7 @@ class BrowserTool(TypedTool):
     )
     tags = ("web", "interactive")
     concurrency_class = ConcurrencyClass.SAFE
+    content_trust = "untrusted"
 
     class Args(ToolArgs):
         action: Literal[
@@ -107,7 +108,7 @@ class BrowserTool(TypedTool):
             "find_elements",
             "get_links",
             "close",
-        ]
+        ] = Field(description="What to do on the page.")
         url: str | None = Field(None, description="navigate: http(s) URL.")
         selector: str | None = Field(None, description="CSS selector.")
         text: str | None = Field(None, description="type: text to enter.")
@@ -134,6 +135,14 @@ class BrowserTool(TypedTool):
             launch_timeout=max(self.action_timeout, 30.0),
             idle_timeout=idle_timeout,
         )
+
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
+        """Unlisted without Playwright or a Chromium on ``PATH`` (nothing is downloaded)."""
+        try:
+            self.pool.executable()
+        except ToolError as exc:
+            return exc.message
+        return None
 
     # ------------------------------------------------------------------ sessions
 

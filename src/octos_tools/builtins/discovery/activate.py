@@ -86,7 +86,9 @@ class ActivateToolsTool(TypedTool):
             named = view.groups.get(item, (item,))
             already.update(n for n in named if n in registry and not view.is_deferred(n))
         listed = view.listed()
-        loaded_list = sorted(n for n in loaded if view.is_loadable(n))
+        loaded_list = sorted(
+            n for n in loaded if view.is_loadable(n) and registry.unavailable_reason(n) is None
+        )
         already_list = sorted(n for n in already - loaded if n in listed)
         if not loaded_list and not already_list:
             raise ToolError(
@@ -96,7 +98,12 @@ class ActivateToolsTool(TypedTool):
                 "to find a tool by what it does.",
             )
         parts: list[str] = []
-        if loaded_list:
+        if loaded_list and not view.list_persists:
+            parts.append(
+                f"Call {', '.join(loaded_list)} by name: a call works, though your tool list "
+                "does not change (this server answers each request on its own)."
+            )
+        elif loaded_list:
             parts.append(f"Loaded {len(loaded_list)} tool(s): {', '.join(loaded_list)}.")
         if already_list:
             parts.append(f"Already active: {', '.join(already_list)}.")

@@ -72,6 +72,9 @@ class View:
         self.registry = registry_of(ctx)
         session = getattr(ctx, "session", None)
         self.source: Any = session if session is not None else self.registry
+        self.list_persists = bool(getattr(session, "list_persists", True))
+        """Whether an activation outlives this call (``False`` for a 2026-07-28 stateless
+        HTTP request: its view is thrown away, so no list changes)."""
 
     @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:
@@ -120,6 +123,30 @@ class View:
             e.name for e in self.catalog() if e.state == "deferred" and self.is_loadable(e.name)
         )
 
+    def refused(self) -> list[tuple[str, str, Document]]:
+        """Tools this caller cannot run, each with why and its ranking document: denied by
+        a policy (registered or removed by a hard policy), unable to work here, or hidden
+        for this client. Never offered; named when a query asks for them."""
+        out: list[tuple[str, str, Document]] = []
+        for entry, doc in zip(self.catalog(), self.documents(self.catalog()), strict=True):
+            if entry.unavailable is not None:
+                out.append((entry.name, f"unavailable here: {entry.unavailable}", doc))
+            elif entry.session_hidden:
+                out.append((entry.name, "not available to this client", doc))
+        registry = self.registry
+        for name in registry.names():
+            decision = registry.evaluate(name)
+            if not decision.allowed:
+                tool = registry.get(name)
+                if tool is None:
+                    continue
+                doc = self.documents([_entry_of(name, tool.description, tool.tags)])[0]
+                out.append((name, f"denied by the {decision.source or 'tool policy'}", doc))
+        for name, (_cls, tags) in registry.removed_by_policy().items():
+            doc = Document(name, "", tags, BUILTIN_HINTS.get(name, ()))
+            out.append((name, "denied by the tool policy", doc))
+        return out
+
     def documents(self, entries: Sequence[CatalogEntry]) -> list[Document]:
         """The ranking documents of ``entries``: name, title and description, tags, search
         hints and the words of the input schema."""
@@ -156,6 +183,10 @@ class View:
         if score is not None:
             item["score"] = score
         return item
+
+
+def _entry_of(name: str, description: str, tags: Sequence[str]) -> CatalogEntry:
+    return CatalogEntry(name, description, tuple(tags), None, "denied", "safe", False)
 
 
 def _schema_words(schema: JSONObject) -> str:

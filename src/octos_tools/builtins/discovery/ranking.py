@@ -217,10 +217,13 @@ def rank(docs: Sequence[Document], query: str) -> list[Scored]:
     synonyms (each synonym weighted :data:`SYNONYM_WEIGHT`), with ``idf = ln(1 + (N − df +
     0.5) / (df + 0.5))`` over the ``N`` documents given, plus :data:`EXACT_NAME_BONUS` when
     the whole query is a tool's name (spaces read as ``_``) and :data:`NAME_CONTAINS_BONUS`
-    when it names the tool within the sentence. Ties keep the input order. An empty query
-    ranks nothing.
+    when it names the tool within the sentence. A query holding an address (``://``) also
+    counts the word "url". Ties keep the input order. An empty query ranks nothing.
     """
-    terms = _expanded(dict.fromkeys(tokenize(query)))
+    words_of_query = tokenize(query)
+    if "://" in query:  # an address in the task: a web page is what it is about
+        words_of_query.append(stem("url"))
+    terms = _expanded(dict.fromkeys(words_of_query))
     words = query.lower().split()
     phrase = "_".join(words)
     if not terms and not phrase:

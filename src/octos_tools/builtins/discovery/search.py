@@ -26,7 +26,7 @@ from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .catalog import DISCOVERY_TOOLS, View
-from .ranking import rank
+from .ranking import Document, rank
 
 __all__ = ["MAX_LIMIT", "ToolSearchTool", "ToolSuggestTool"]
 
@@ -59,6 +59,13 @@ def _render(data: JSONObject, key: str, list_key: str) -> str:
             lines.append(f"  input schema: {compact}")
     if data.get("loaded"):
         lines.append(f"Loaded (now in your tool list): {', '.join(data['loaded'])}.")
+    if data.get("call_by_name"):
+        lines.append(
+            f"Call {', '.join(data['call_by_name'])} by name: a call works, though your tool "
+            "list does not change (this server answers each request on its own)."
+        )
+    for item in data.get("refused", []):
+        lines.append(f"Not for you: {item['name']}: {item['why']}; do not call it.")
     if data.get("not_found"):
         lines.append(f"No tool of these names: {', '.join(data['not_found'])}.")
     for extra in ("load", "hint"):
@@ -67,13 +74,22 @@ def _render(data: JSONObject, key: str, list_key: str) -> str:
     return "\n".join(lines)
 
 
-def _load_hint(any_deferred: bool) -> str | None:
+def _load_hint(any_deferred: bool, list_persists: bool) -> str | None:
     if not any_deferred:
         return None
+    if not list_persists:
+        return (
+            'a "deferred" tool is not in your tool list: call it by name (that works), or '
+            "search select:name for its input schema"
+        )
     return (
         'a "deferred" tool is not in your tool list yet: call it by name (it loads on first '
         "use), or search select:name to load it and get its input schema"
     )
+
+
+_REFUSED_RANK = 3
+"""A tool the caller cannot run is named when it ranks this high for the query."""
 
 
 class _SearchArgs(ToolArgs):
@@ -98,8 +114,8 @@ class ToolSearchTool(TypedTool):
     name = "tool_search"
     title = "Search tools"
     description = (
-        "Find a tool for a task, including tools not in your list (web, sub-agents, media, "
-        "MCP servers). Call a deferred result by name, or query select:a,b to load tools."
+        "Find a tool for a task, including tools not in your list (web, MCP servers). Call "
+        "a result by name; select:a,b gives their schemas."
     )
     Args: ClassVar[type[ToolArgs]] = _SearchArgs
     tags = ("code", "discovery")
@@ -127,11 +143,16 @@ class ToolSearchTool(TypedTool):
         if query.lower().startswith("select:"):
             return self._select(view, query)
         catalog = view.catalog()
-        searchable = [e for e in catalog if e.name not in DISCOVERY_TOOLS]
-        ranked = rank(view.documents(searchable), query)[:limit]
+        searchable = [e for e in catalog if e.name not in DISCOVERY_TOOLS and e.runnable]
+        docs = view.documents(searchable)
+        ranked = rank(docs, query)[:limit]
         results = [view.entry_json(searchable[s.index], score=s.score, full=False) for s in ranked]
-        data: JSONObject = {self.key: query, self.list_key: results, "total": len(catalog)}
-        hint = _load_hint(any(r["state"] == "deferred" for r in results))
+        total = sum(1 for e in catalog if e.runnable)
+        data: JSONObject = {self.key: query, self.list_key: results, "total": total}
+        refused = _refused_for(view, docs, query)
+        if refused:
+            data["refused"] = refused
+        hint = _load_hint(any(r["state"] == "deferred" for r in results), view.list_persists)
         if hint:
             data["load"] = hint
         if not results:
@@ -151,10 +172,14 @@ class ToolSearchTool(TypedTool):
 
     def _select(self, view: View, query: str) -> ToolResult:
         wanted = list(dict.fromkeys(n.strip() for n in query[7:].split(",") if n.strip()))
-        by_name = {e.name: e for e in view.catalog()}
-        missing = [n for n in wanted if n not in by_name]
-        loaded = view.activate(n for n in wanted if n in by_name and view.is_deferred(n))
-        catalog = view.catalog()  # states after loading
+        refusals = {name: why for name, why, _doc in view.refused()}
+        by_name = {e.name: e for e in view.catalog() if e.runnable}
+        missing = [n for n in wanted if n not in by_name and n not in refusals]
+        deferred = [n for n in wanted if n in by_name and view.is_deferred(n)]
+        # a stateless request's view is thrown away: loading would claim a change of the
+        # list that never happens, so the answer says to call the tool by name instead
+        loaded = view.activate(deferred) if view.list_persists else []
+        catalog = [e for e in view.catalog() if e.runnable]  # states after loading
         by_name = {e.name: e for e in catalog}
         found = [by_name[n] for n in wanted if n in by_name]
         data: JSONObject = {
@@ -164,6 +189,11 @@ class ToolSearchTool(TypedTool):
         }
         if loaded:
             data["loaded"] = loaded
+        if deferred and not view.list_persists:
+            data["call_by_name"] = deferred
+        refused = [{"name": n, "why": refusals[n]} for n in wanted if n in refusals]
+        if refused:
+            data["refused"] = refused
         if missing:
             data["not_found"] = missing
         return ToolResult.ok(
@@ -175,6 +205,24 @@ class ToolSearchTool(TypedTool):
                 "result": data,
             },
         )
+
+
+def _refused_for(view: View, offered: list[Document], query: str) -> list[JSONObject]:
+    """The tools the caller cannot run that rank in the top :data:`_REFUSED_RANK` for
+    ``query`` among every tool (what was asked for is denied or unavailable here), with
+    why; ``[]`` when the best tools for the query are all runnable."""
+    refused = view.refused()
+    if not refused:
+        return []
+    docs = offered + [doc for _name, _why, doc in refused]
+    top = rank(docs, query)[:_REFUSED_RANK]
+    out: list[JSONObject] = []
+    for scored in top:
+        if scored.index >= len(offered):
+            name, why, _doc = refused[scored.index - len(offered)]
+            if all(item["name"] != name for item in out):
+                out.append({"name": name, "why": why})
+    return out
 
 
 class ToolSuggestTool(ToolSearchTool):

@@ -178,8 +178,8 @@ class _LineMode(ToolArgs):
 
 
 class _ReadArgs(ToolArgs):
-    task_handle: str = Field(min_length=1, max_length=200)
-    mode: _Mode | None = None
+    task_handle: str = Field(min_length=1, max_length=200, description="The task's handle.")
+    mode: _Mode | None = Field(None, description="How to read it (default: the head).")
 
 
 def _read_stream(fh: BinaryIO, mode: _Mode | _LineMode) -> str:

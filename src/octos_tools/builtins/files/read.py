@@ -333,6 +333,7 @@ class ReadFileTool(FileTool):
     title = "Read file"
     description = "Read a text file as numbered lines; use start_line/end_line for long files."
     concurrency_class = ConcurrencyClass.SAFE
+    content_trust = "workspace"
 
     unchanged_reads = False
     """Answer a repeated read of unchanged content with a short line (:mod:`._seen`)."""

@@ -263,18 +263,23 @@ class _CommandTool(WorkspaceTool):
         sandbox_mode: str | None = None,
     ) -> ToolResult:
         """Run ``command`` to completion (or its timeout) and build the result;
-        ``sandbox_mode`` is :meth:`_check_policy`'s answer (``None``: the configured mode)."""
+        ``sandbox_mode`` is :meth:`_check_policy`'s answer (``None``: the configured mode).
+        While it runs, a progress heartbeat goes to ``ctx``'s reporter
+        (:mod:`octos_tools._progress`)."""
+        from ..._progress import heartbeat
+
         capture = OutputCapture(limit)
         started = time.monotonic()
-        proc, exited = await run_to_completion(
-            command,
-            cwd=cwd,
-            env=command_env(),
-            capture=capture,
-            timeout=timeout,
-            sandbox=self.sandbox_for_call(ctx, sandbox_mode),
-            workspace=Path(self.workspace_for(ctx).root),
-        )
+        async with heartbeat(ctx, f"running: {command[:80]}", total=timeout):
+            proc, exited = await run_to_completion(
+                command,
+                cwd=cwd,
+                env=command_env(),
+                capture=capture,
+                timeout=timeout,
+                sandbox=self.sandbox_for_call(ctx, sandbox_mode),
+                workspace=Path(self.workspace_for(ctx).root),
+            )
         if exited:
             self.sessions.keep_leftovers(proc)
         return completion_result(

@@ -50,8 +50,8 @@ class GlobTool(SearchTool):
     name = "glob"
     title = "Find files by pattern"
     description = (
-        "Find workspace files by path glob, e.g. '**/*.py' or 'src/*.{ts,tsx}'. Honours "
-        ".gitignore; folders end with '/'."
+        "Find workspace files by path glob, e.g. 'src/**/*.py'. Honours .gitignore; folders "
+        "end with '/'."
     )
 
     class Args(ToolArgs):
@@ -78,7 +78,10 @@ class GlobTool(SearchTool):
         patterns = [p for p in patterns if p]
         matcher = GlobMatcher(patterns)
         explicit = _literal_dirs(patterns)
-        found = await self._bounded(lambda b: _glob(ws, matcher, limit, b, explicit))
+        from ..._progress import heartbeat
+
+        async with heartbeat(ctx, f"matching {pattern[:60]!r}"):
+            found = await self._bounded(lambda b: _glob(ws, matcher, limit, b, explicit))
         results, more, skipped = found.paths, found.more, found.skipped
         note = ""
         if skipped:

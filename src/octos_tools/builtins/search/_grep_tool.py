@@ -72,9 +72,13 @@ class GrepTool(SearchTool):
         file_pattern: str | SkipJsonSchema[None] = Field(
             None, description="Glob on file names.", json_schema_extra=_no_default
         )
-        limit: int = Field(50, ge=1)
-        context: int = Field(0, ge=0, le=50, json_schema_extra=_no_default)
-        ignore_case: bool = Field(False, json_schema_extra=_no_default)
+        limit: int = Field(50, ge=1, description="Most matches.")
+        context: int = Field(
+            0, ge=0, le=50, json_schema_extra=_no_default, description="Lines around each."
+        )
+        ignore_case: bool = Field(
+            False, json_schema_extra=_no_default, description="Case-insensitive."
+        )
 
     #: Force an engine: ``"rg"``, ``"python"`` or ``None`` (rg when found).
     engine: str | None = None
@@ -104,7 +108,10 @@ class GrepTool(SearchTool):
             limit=args.limit,
             file_pattern=file_pattern,
         )
-        res = await self._bounded(lambda b: self._search(ws, path, q, b))
+        from ..._progress import heartbeat
+
+        async with heartbeat(ctx, f"searching {path} for {args.pattern[:60]!r}"):
+            res = await self._bounded(lambda b: self._search(ws, path, q, b))
         meta: dict[str, Any] = {
             "matches": res.matches,
             "files": len(res.files),

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 from pydantic import Field
 
+from ..._progress import heartbeat
 from ...config import WebConfig
 from ...errors import ErrorKind, ToolError
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
@@ -94,6 +95,7 @@ class WebFetchTool(TypedTool):
         )
 
     tags = ("web",)
+    content_trust = "untrusted"
     concurrency_class = ConcurrencyClass.SAFE
     cwd_bound = False
 
@@ -107,7 +109,8 @@ class WebFetchTool(TypedTool):
         max_chars = args.max_chars
         try:
             with anyio.fail_after(self.config.timeout_secs):
-                return await self._fetch(url, mode, max_chars)
+                async with heartbeat(ctx, f"fetching {url[:80]}"):
+                    return await self._fetch(url, mode, max_chars)
         except TimeoutError:
             raise ToolError(
                 ErrorKind.TIMEOUT,

@@ -58,12 +58,24 @@ class WebSearchTool(TypedTool):
     tags = ("web",)
     concurrency_class = ConcurrencyClass.SAFE
     cwd_bound = False
+    content_trust = "untrusted"
 
     def __init__(
         self, config: WebConfig | None = None, providers: Sequence[SearchProvider] | None = None
     ) -> None:
         self.config = config or WebConfig.model_validate({})
         self._providers = list(providers) if providers is not None else None
+
+    def unavailable_reason(self, ctx: ToolContext | None = None) -> str | None:
+        """Unlisted while no search provider is configured (``web.search_providers``, or
+        each entry lacks its URL or key)."""
+        if self._providers is not None:
+            return None if self._providers else "no search provider given"
+        providers, problems = build_providers(self.config.search_providers)
+        if providers:
+            return None
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        return f"no search provider is configured: set web.search_providers{detail}"
 
     async def run(self, args: Args, ctx: ToolContext | None) -> ToolResult:
         import httpx2
