@@ -65,6 +65,7 @@ class ErrorKind(str, Enum):
     NETWORK_REFUSED = "network_refused"
     HTTP_ERROR = "http_error"
     APPROVAL_REQUIRED = "approval_required"
+    APPROVAL_DENIED = "approval_denied"
     CODING_TOOL_UNSUPPORTED = "coding_tool_unsupported"
     UNKNOWN_SESSION = "unknown_session"
     INTERNAL_ERROR = "internal_error"
