@@ -261,6 +261,7 @@ _RANK = {"none": 0, "allow": 1, "ask": 2, "deny": 3}
 
 
 def _hook_denied(name: str, reason: str) -> ToolResult:
+    reason = reason.strip().rstrip(".")
     text = (
         f"[HOOK DENIED] Tool '{name}' was blocked: {reason}. Do not retry."
         if reason
