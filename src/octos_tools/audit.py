@@ -72,6 +72,8 @@ class AuditLog:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
         self._fd: int | None = os.open(self.path, flags, 0o600)
+        self._second = -1
+        self._prefix = ""
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
@@ -93,9 +95,11 @@ class AuditLog:
         if fd is None:
             return
         now = time.time()
-        stamp = (
-            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
-        )
+        second = int(now)
+        if second != self._second:  # strftime once a second, not once a line
+            self._second = second
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        stamp = f"{self._prefix}.{int(now * 1000) % 1000:03d}Z"
         line = json.dumps(
             {
                 "time": stamp,
