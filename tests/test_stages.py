@@ -8,7 +8,6 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -69,7 +68,7 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def _session(**hooks: Any) -> tuple[ToolRegistry, ToolSession]:
+def _session() -> tuple[ToolRegistry, ToolSession]:
     registry = ToolRegistry()
     registry.register(tool(add))
     registry.register(EchoTool())
