@@ -325,3 +325,17 @@ def test_malformed_hooks_block_names_the_key() -> None:
     for block, key in cases:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             Config.from_mapping({"hooks": block})
+
+
+@pytest.mark.anyio
+async def test_a_sub_agent_registry_keeps_the_stages() -> None:
+    registry, _ = _session()
+
+    async def deny(event: HookInput) -> HookOutput:
+        return HookOutput(permission_decision="deny", reason="child too")
+
+    registry.add_hook("PreToolUse", deny, matcher="add")
+    child = registry.snapshot_excluding(["echo"])
+    assert child.hooks == registry.hooks
+    denied = await ToolSession(child).call("add", '{"a":1,"b":2}')
+    assert "child too" in denied.output
