@@ -65,9 +65,22 @@ elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
-    """A policy denying every Exclusive tool of ``registry`` (the ``--read-only`` preset)."""
+    """A policy denying every Exclusive tool of ``registry`` (the ``--read-only`` preset),
+    except the command tools: they stay, and run in the ``read-only`` sandbox
+    (:func:`octos_tools.sandbox.settings_from_config`; a machine that cannot enforce it
+    answers ``sandbox_unavailable`` instead of running them)."""
+    from .sandbox import SandboxMode, SandboxSettings
+
+    def confined(tool: object) -> bool:
+        box = getattr(tool, "sandbox", None)
+        return isinstance(box, SandboxSettings) and box.mode is SandboxMode.READ_ONLY
+
     return ToolPolicy(
-        deny=[t.name for t in registry.tools() if t.concurrency_class is ConcurrencyClass.EXCLUSIVE]
+        deny=[
+            t.name
+            for t in registry.tools()
+            if t.concurrency_class is ConcurrencyClass.EXCLUSIVE and not confined(t)
+        ]
     )
 
 
