@@ -37,9 +37,13 @@ from .policy import GROUPS, ToolPolicy
 __all__ = [
     "DEFAULT_BASE_TOOLS",
     "DEFAULT_DEFERRED_GROUPS",
+    "AuditConfig",
     "Config",
     "FilesConfig",
     "HistoryConfig",
+    "HookCommandConfig",
+    "HookMatcherConfig",
+    "HooksConfig",
     "ImageConfig",
     "LifecycleConfig",
     "LimitsConfig",
@@ -48,6 +52,7 @@ __all__ = [
     "SandboxConfig",
     "ServeConfig",
     "ShellConfig",
+    "TracingConfig",
     "WebConfig",
     "WebSearchProviderConfig",
     "default_config",
@@ -381,6 +386,103 @@ class ServeConfig(_Model):
     defer: bool = True
 
 
+class HookCommandConfig(_Model):
+    """One command of a ``hooks`` matcher block (Claude Code's hook handler).
+
+    Attributes:
+        type: ``"command"`` (the only kind octos-tools runs).
+        command: the command line, run by ``sh -c`` in the workspace.
+        timeout: seconds before it is killed (default 60, as Claude Code).
+        fail_closed: a failure of the hook (timeout, crash, invalid output) refuses the
+            call instead of being ignored.
+        statusMessage: accepted for Claude Code settings files; unused.
+    """
+
+    type: Literal["command"]
+    command: str
+    timeout: int | float = 60
+    fail_closed: bool = False
+    statusMessage: str | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("command is empty")
+        return v
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, v: float) -> float:
+        if not 0 < v <= 86_400:
+            raise ValueError("timeout must be between 0 and 86400 seconds")
+        return v
+
+
+class HookMatcherConfig(_Model):
+    """One entry of ``hooks.PreToolUse`` (or another event): a matcher and its commands.
+
+    Attributes:
+        matcher: tool names (``"read_file|write_file"``), a regular expression, or ``""``
+            / ``"*"`` for every tool (:func:`octos_tools.hooks.compile_matcher`).
+        hooks: the commands, run concurrently for each matching call.
+    """
+
+    matcher: str = ""
+    hooks: list[HookCommandConfig]
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher(cls, v: str) -> str:
+        from .hooks import compile_matcher
+
+        compile_matcher(v)  # ValueError names the bad expression
+        return v
+
+
+class HooksConfig(_Model):
+    """The ``hooks`` block, in Claude Code's shape (a block from its settings file works).
+
+    Attributes:
+        PreToolUse: before a call (allow, deny, ask, rewrite).
+        PostToolUse: after a call that succeeded (observe, add context).
+        PostToolUseFailure: after a call that ran and failed.
+    """
+
+    PreToolUse: list[HookMatcherConfig] = Field(default_factory=list)
+    PostToolUse: list[HookMatcherConfig] = Field(default_factory=list)
+    PostToolUseFailure: list[HookMatcherConfig] = Field(default_factory=list)
+
+
+class AuditConfig(_Model):
+    """The ``[audit]`` section.
+
+    Attributes:
+        path: the JSON-lines file a line per call is appended to (relative: to the config
+            file's folder; ``~`` expanded); ``None``: no audit log.
+    """
+
+    path: str | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("path is empty; leave it out for no audit log")
+        return v
+
+
+class TracingConfig(_Model):
+    """The ``[tracing]`` section (OpenTelemetry, :mod:`octos_tools.tracing`).
+
+    Attributes:
+        enabled: ``true`` (needs ``opentelemetry-api``), ``false``, or ``"auto"``: on when
+            a tracer provider has been set up in the process (``opentelemetry-instrument``).
+    """
+
+    enabled: bool | Literal["auto"] = "auto"
+
+
 # ---------------------------------------------------------------- the whole file
 
 
@@ -403,6 +505,9 @@ class Config(_Model):
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
         serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
+        hooks: commands run around calls, Claude Code's ``hooks`` block (:class:`HooksConfig`).
+        audit: the audit log (:class:`AuditConfig`).
+        tracing: OpenTelemetry spans (:class:`TracingConfig`).
         sandbox: how commands are confined (:class:`SandboxConfig`).
         approval_policy: ``"on-request"`` (ask the host's approval channel when a command
             needs a person's yes) or ``"never"`` (refuse it as ``approval_required``);
@@ -430,6 +535,9 @@ class Config(_Model):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     plugins: list[str] = Field(default_factory=list)
     serve: ServeConfig = Field(default_factory=ServeConfig)  # type: ignore[arg-type]
+    hooks: HooksConfig = Field(default_factory=HooksConfig)  # type: ignore[arg-type]
+    audit: AuditConfig = Field(default_factory=AuditConfig)  # type: ignore[arg-type]
+    tracing: TracingConfig = Field(default_factory=TracingConfig)  # type: ignore[arg-type]
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)  # type: ignore[arg-type]
     _source: str | None = PrivateAttr(None)
 
@@ -585,5 +693,9 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
         except (OSError, RuntimeError) as exc:
             raise ConfigError(f"invalid configuration in {p}: workspace: {exc}") from None
         config = config.model_copy(update={"workspace": ws})
+    audit = config.audit.path
+    if audit is not None and not os.path.isabs(os.path.expanduser(audit)):
+        audit_path = str(p.parent.resolve() / audit)
+        config = config.model_copy(update={"audit": AuditConfig(path=audit_path)})
     config._source = str(p.absolute())
     return config

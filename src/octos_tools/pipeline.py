@@ -67,7 +67,9 @@ if TYPE_CHECKING:
 __all__ = [
     "SPAWN_ONLY_READ_MODES",
     "RawArguments",
+    "admit",
     "dispatch",
+    "execute",
     "post_process",
     "prepare",
     "run_call",
@@ -111,6 +113,9 @@ async def run_call(
     Returns:
         The result; never raises for a bad call (cancellation propagates).
     """
+    stages = view.stages
+    if stages is not None:  # hooks, tracing or an audit log: see octos_tools.stages
+        return await stages.run(view, name, raw, ctx, locked)
     registry = view.registry
     # The fast path: a planned name (allowed, not deferred, typed: see _call_plan), a
     # context without permission lists, a short ASCII argument string without escapes
@@ -194,62 +199,87 @@ async def run_call(
                 return post_process(registry, tool, result)
     if tool is None:  # the general way: steps 1-6
         try:
-            decision = registry._verdicts.get(name)  # cached until the next mutation
-            if decision is None:
-                decision = registry.evaluate(name)
-            if not decision.allowed:
-                registry.check_policy(name)
-            if (
-                permissions.denied_tools or permissions.allowed_tools is not None
-            ) and not permissions.is_tool_allowed(name):
-                raise ToolError(
-                    ErrorKind.POLICY_DENIED,
-                    f"tool {name!r} is not permitted in this context (its permissions deny "
-                    "it). Do not retry it; use another tool.",
-                    reason="context_permissions",
-                )
-            if (name in view._evicted or name in registry._deferred) and view.is_deferred(name):
-                view.auto_activate(name)
-            tool, args = prepare(registry, name, raw)
-            lifecycle = view.lifecycle
-            lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
+            tool, args = admit(view, name, raw, ctx)
         except ToolError as exc:
             return post_process(registry, tool, ToolResult.from_error(exc))
         except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
             logger.exception("call of %r failed before it ran", name)
             return post_process(registry, tool, _failed_before(name, exc))
-    # Steps 7-9.
+    return post_process(registry, tool, await execute(view, tool, args, ctx, locked=locked))
+
+
+def admit(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> tuple[Tool, Any]:
+    """Steps 1-6 of a call in ``view``: policy (the registry's verdict, then the context's
+    permissions), deferral, size, lookup, parse and validate, the LRU mark.
+
+    Returns:
+        The tool and its validated arguments (an ``Args`` instance for a typed tool, else
+        a ``dict``).
+
+    Raises:
+        ToolError: ``policy_denied``, ``args_too_large``, ``invalid_json``,
+            ``unknown_tool`` or ``invalid_arguments``.
+    """
+    registry = view.registry
+    decision = registry._verdicts.get(name)  # cached until the next mutation
+    if decision is None:
+        decision = registry.evaluate(name)
+    if not decision.allowed:
+        registry.check_policy(name)
+    permissions = ctx.permissions
+    if (
+        permissions.denied_tools or permissions.allowed_tools is not None
+    ) and not permissions.is_tool_allowed(name):
+        raise ToolError(
+            ErrorKind.POLICY_DENIED,
+            f"tool {name!r} is not permitted in this context (its permissions deny "
+            "it). Do not retry it; use another tool.",
+            reason="context_permissions",
+        )
+    if (name in view._evicted or name in registry._deferred) and view.is_deferred(name):
+        view.auto_activate(name)
+    tool, args = prepare(registry, name, raw)
+    lifecycle = view.lifecycle
+    lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
+    return tool, args
+
+
+async def execute(
+    view: ToolView, tool: Tool, args: Any, ctx: ToolContext, *, locked: bool = False
+) -> ToolResult:
+    """Steps 7-8 of an admitted call: a spawn-only tool starts in the background (its
+    task-handle envelope is the result), any other runs under ``view``'s lock (unless the
+    caller holds it: ``locked``) and its timeout. Never raises for a bad call; the result
+    is not post-processed (:func:`post_process`)."""
+    registry = view.registry
     try:
-        if name in registry._spawn_only:
-            result = _spawn(registry, tool, args, ctx)
-        elif tool.concurrency_class is _EXCLUSIVE:
+        if tool.name in registry._spawn_only:
+            return _spawn(registry, tool, args, ctx)
+        if tool.concurrency_class is _EXCLUSIVE:
             # the workspace history's checkpoints around a call that may change files
             run = partial(dispatch, tool, args, ctx, registry.default_timeout)
             if locked:
-                result = await around_call(tool, args, ctx, run)
-            else:
-                lock = view.lock
-                await lock.acquire_write()
-                try:
-                    result = await around_call(tool, args, ctx, run)
-                finally:
-                    lock.release_write()
-        elif locked:
-            result = await dispatch(tool, args, ctx, registry.default_timeout)
-        else:
+                return await around_call(tool, args, ctx, run)
             lock = view.lock
-            if not lock.try_acquire_read():
-                await lock.acquire_read()
+            await lock.acquire_write()
             try:
-                result = await dispatch(tool, args, ctx, registry.default_timeout)
+                return await around_call(tool, args, ctx, run)
             finally:
-                lock.release_read()
+                lock.release_write()
+        if locked:
+            return await dispatch(tool, args, ctx, registry.default_timeout)
+        lock = view.lock
+        if not lock.try_acquire_read():
+            await lock.acquire_read()
+        try:
+            return await dispatch(tool, args, ctx, registry.default_timeout)
+        finally:
+            lock.release_read()
     except ToolError as exc:  # from a spawn
-        result = ToolResult.from_error(exc)
+        return ToolResult.from_error(exc)
     except Exception as exc:  # a bug of the pipeline itself: never raise
-        logger.exception("call of %r failed before it ran", name)
-        result = _failed_before(name, exc)
-    return post_process(registry, tool, result)
+        logger.exception("call of %r failed before it ran", tool.name)
+        return _failed_before(tool.name, exc)
 
 
 def _failed_before(name: str, exc: Exception) -> ToolResult:

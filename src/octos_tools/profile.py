@@ -18,6 +18,7 @@ the first request stays the same size however many tools are registered or mount
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -259,7 +260,53 @@ def _build(
         load_plugins(registry, ws, config)
     apply_policies(registry, config)
     apply_deferral(registry, config, defer=defer)
+    apply_stages(registry, config)
     return registry
+
+
+def apply_stages(registry: ToolRegistry, config: Config) -> None:
+    """Install ``config``'s hooks, audit log and tracing on ``registry``
+    (:mod:`octos_tools.stages`); nothing when none is configured.
+
+    Raises:
+        ConfigError: if the audit log cannot be opened, or tracing is ``true`` without
+            ``opentelemetry-api``.
+    """
+    from .errors import ConfigError
+
+    hooks = config.hooks
+    root = str(registry.workspace.root) if registry.workspace is not None else None
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        for block in getattr(hooks, event):
+            for handler in block.hooks:
+                from .hooks import CommandHook
+
+                registry.add_hook(
+                    event,
+                    CommandHook(handler.command, timeout=float(handler.timeout), cwd=root),
+                    matcher=block.matcher,
+                    fail_closed=handler.fail_closed,
+                )
+    if config.audit.path is not None:
+        from .audit import AuditLog
+
+        try:
+            registry.set_audit(AuditLog(config.audit.path))
+        except OSError as exc:
+            raise ConfigError(f"audit.path: cannot open {config.audit.path!r}: {exc}") from None
+    enabled = config.tracing.enabled
+    if enabled is True or (enabled == "auto" and "opentelemetry.trace" in sys.modules):
+        from .tracing import Tracing
+
+        try:
+            tracing = Tracing.default(None if enabled == "auto" else True)
+        except ImportError:
+            raise ConfigError(
+                "tracing.enabled: opentelemetry-api is not installed "
+                "(pip install 'octos-tools[otel]')"
+            ) from None
+        if tracing is not None:
+            registry.set_tracing(tracing)
 
 
 def apply_policies(registry: ToolRegistry, config: Config) -> None:

@@ -39,6 +39,7 @@ from .policy import PolicyDecision
 from .tool import Tool, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
+    from .hooks import Hook, HookCallback
     from .registry import CatalogEntry, ToolRegistry, ToolView
     from .tasks import TaskSupervisor
 
@@ -292,6 +293,40 @@ class ToolSession:
     def supervisor(self) -> TaskSupervisor:
         """The registry's background task supervisor."""
         return self.registry.supervisor
+
+    # ------------------------------------------------------------------ hooks
+
+    def add_hook(
+        self,
+        event: str,
+        callback: HookCallback,
+        *,
+        matcher: str = "",
+        fail_closed: bool = False,
+    ) -> Hook:
+        """Run ``callback`` around this session's matching calls only (after the
+        registry's hooks; arguments as :meth:`ToolRegistry.add_hook
+        <octos_tools.registry.ToolRegistry.add_hook>`).
+
+        Raises:
+            ValueError: for an unknown event or an invalid matcher.
+        """
+        from .hooks import Hook
+
+        hook = Hook(event, callback, matcher, fail_closed)
+        view = self.view
+        view.hooks = (*view.hooks, hook)
+        view.refresh_stages()
+        return hook
+
+    def remove_hook(self, hook: Hook) -> bool:
+        """Undo :meth:`add_hook`; ``False`` if ``hook`` is not one of this session's."""
+        view = self.view
+        if hook not in view.hooks:
+            return False
+        view.hooks = tuple(h for h in view.hooks if h is not hook)
+        view.refresh_stages()
+        return True
 
     # ------------------------------------------------------------------ listeners
 

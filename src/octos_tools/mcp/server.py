@@ -174,8 +174,10 @@ class OctosMcpServer:
             on_subscriptions_listen=self.listen_handler,
             get_tool_input_schema=self._input_schema,
         )
-        # No OpenTelemetry exporter is ever installed here; skip the per-message span.
-        self.server.middleware = []
+        # The SDK's per-message OpenTelemetry span (our execute_tool span's parent) only
+        # when the registry traces calls: a span costs even with no exporter installed.
+        if registry.tracing is None:
+            self.server.middleware = []
         self._calls_running = 0
         self._dirty = anyio.Event()
         self._stdio: McpSession | None = None

@@ -34,6 +34,9 @@ from ._view import ToolView
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
+    from ..audit import AuditLog
+    from ..hooks import Hook, HookCallback
+    from ..tracing import Tracing
     from ..workspace import Workspace
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "ToolRegistry"]
@@ -120,6 +123,9 @@ class ToolRegistry:
         # name -> (tool, its typed Args model or None): what the pipeline validates into
         self._models: dict[str, tuple[Tool, Any]] = {}
         self._version = 0
+        self._hooks: tuple[Hook, ...] = ()
+        self._tracing: Tracing | None = None
+        self._audit: AuditLog | None = None
         self._listeners: Listeners[ToolRegistry] = Listeners(logger, "registry listener")
         self._view = ToolView(
             self, lifecycle if lifecycle is not None else ToolLifecycle(), owner=self
@@ -324,6 +330,7 @@ class ToolRegistry:
             owner=owner,
         )
         self._session_views.add(view)
+        view.refresh_stages()
         return view
 
     def detach_view(self, view: ToolView) -> None:
@@ -340,6 +347,80 @@ class ToolRegistry:
         self._deferred &= set(self._tools)
         for name in [n for n in self._spawn_only if n not in self._tools]:
             del self._spawn_only[name]
+
+    # ------------------------------------------------------------------ stages
+
+    def add_hook(
+        self,
+        event: str,
+        callback: HookCallback,
+        *,
+        matcher: str = "",
+        fail_closed: bool = False,
+    ) -> Hook:
+        """Run ``callback`` around every matching call of every session (see
+        :mod:`octos_tools.hooks`).
+
+        Args:
+            event: ``"PreToolUse"``, ``"PostToolUse"`` or ``"PostToolUseFailure"``.
+            callback: ``await callback(HookInput) -> HookOutput | None`` (a
+                :class:`~octos_tools.hooks.CommandHook` for a command).
+            matcher: tool names (``"read_file|write_file"``), a regular expression, or
+                ``""`` / ``"*"`` for all.
+            fail_closed: a failure of the hook refuses the call instead of being ignored.
+
+        Returns:
+            The :class:`~octos_tools.hooks.Hook` (for :meth:`remove_hook`).
+
+        Raises:
+            ValueError: for an unknown event or an invalid matcher.
+        """
+        from ..hooks import Hook
+
+        hook = Hook(event, callback, matcher, fail_closed)
+        self._hooks = (*self._hooks, hook)
+        self._stages_changed()
+        return hook
+
+    def remove_hook(self, hook: Hook) -> bool:
+        """Undo :meth:`add_hook`; ``False`` if ``hook`` was not registered here."""
+        if hook not in self._hooks:
+            return False
+        self._hooks = tuple(h for h in self._hooks if h is not hook)
+        self._stages_changed()
+        return True
+
+    @property
+    def hooks(self) -> tuple[Hook, ...]:
+        """The hooks of every session, in registration order."""
+        return self._hooks
+
+    def set_tracing(self, tracing: Tracing | None) -> None:
+        """Make an ``execute_tool`` span per call (:class:`~octos_tools.tracing.Tracing`),
+        or stop (``None``)."""
+        self._tracing = tracing
+        self._stages_changed()
+
+    @property
+    def tracing(self) -> Tracing | None:
+        """The tracing stage, or ``None``."""
+        return self._tracing
+
+    def set_audit(self, audit: AuditLog | None) -> None:
+        """Append a line per call to ``audit`` (:class:`~octos_tools.audit.AuditLog`), or
+        stop (``None``; the old log is not closed here)."""
+        self._audit = audit
+        self._stages_changed()
+
+    @property
+    def audit(self) -> AuditLog | None:
+        """The audit log, or ``None``."""
+        return self._audit
+
+    def _stages_changed(self) -> None:
+        self._view.refresh_stages()
+        for view in list(self._session_views):
+            view.refresh_stages()
 
     # ------------------------------------------------------------------ policy and filters
 
@@ -673,6 +754,10 @@ class ToolRegistry:
         for key, value in vars(self).items():  # every public setting, a host's or a branch's
             if not key.startswith("_") and key not in _FRESH_IN_CLONE:
                 setattr(new, key, value)
+        new._hooks = self._hooks  # a sub-agent's calls are hooked, traced and audited too
+        new._tracing = self._tracing
+        new._audit = self._audit
+        new._view.refresh_stages()
         return new
 
     def snapshot_excluding(self, names: Iterable[str]) -> ToolRegistry:

@@ -25,6 +25,8 @@ from ._catalog import CatalogEntry
 
 if TYPE_CHECKING:
     from .._call_plan import CallPlan
+    from ..hooks import Hook
+    from ..stages import CallStages
     from ._registry import ToolRegistry
 
 __all__ = ["ToolView"]
@@ -48,6 +50,9 @@ class ToolView:
             (Safe calls shared, Exclusive calls alone).
         on_change: called (no arguments) after each change of this view's own state; the
             owner uses it to tell its listeners.
+        hooks: the hooks of this view's session only (:meth:`ToolSession.add_hook
+            <octos_tools.session.ToolSession.add_hook>`); the registry's hooks apply too.
+        stages: what :mod:`octos_tools.stages` runs around this view's calls, or ``None``.
     """
 
     __slots__ = (
@@ -60,11 +65,13 @@ class ToolView:
         "_specs",
         "_specs_key",
         "_version",
+        "hooks",
         "lifecycle",
         "lock",
         "on_change",
         "owner",
         "registry",
+        "stages",
     )
 
     def __init__(self, registry: ToolRegistry, lifecycle: ToolLifecycle, *, owner: Any) -> None:
@@ -82,6 +89,23 @@ class ToolView:
         self._catalog: tuple[tuple[int, int], list[CatalogEntry]] | None = None
         # name -> its call plan (None: the general way), dropped at every change
         self._plans: dict[str, CallPlan | None] = {}
+        self.hooks: tuple[Hook, ...] = ()
+        self.stages: CallStages | None = None
+
+    # ------------------------------------------------------------------ stages
+
+    def refresh_stages(self) -> None:
+        """Recompute :attr:`stages` from the registry's hooks, tracing and audit log and
+        this view's own :attr:`hooks` (``None`` when there is none of them: the pipeline's
+        usual path)."""
+        registry = self.registry
+        hooks = registry.hooks + self.hooks
+        if not hooks and registry.tracing is None and registry.audit is None:
+            self.stages = None
+            return
+        from ..stages import build_stages
+
+        self.stages = build_stages(hooks, registry.tracing, registry.audit)
 
     # ------------------------------------------------------------------ change tracking
 

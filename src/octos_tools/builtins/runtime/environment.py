@@ -214,10 +214,15 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def command_env(base: Mapping[str, str] | None = None, *, tty: bool = False) -> dict[str, str]:
     """The complete environment of a command: :func:`scrubbed_env` plus
-    :data:`NONINTERACTIVE_ENV`; ``TERM=dumb`` without a terminal (tools then print plain
-    text), the host's ``TERM`` (default ``xterm``) on one."""
+    :data:`NONINTERACTIVE_ENV` and the W3C trace context of the current span
+    (:func:`octos_tools.tracing.trace_env`); ``TERM=dumb`` without a terminal (tools then
+    print plain text), the host's ``TERM`` (default ``xterm``) on one."""
     env = scrubbed_env(base)
     env.update(NONINTERACTIVE_ENV)
+    if "opentelemetry.trace" in sys.modules:  # TRACEPARENT of the call's span
+        from ...tracing import trace_env
+
+        env.update(trace_env())
     if not tty:
         env["TERM"] = "dumb"
     elif env.get("TERM", "dumb") in ("", "dumb"):
