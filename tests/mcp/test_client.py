@@ -272,12 +272,26 @@ async def test_mount_streamable_http_server(tmp_path: Path) -> None:
     server = OctosMcpServer(inner)
     ready: list[str] = []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.serve_http("127.0.0.1", 0, on_ready=ready.append))
+        tg.start_soon(
+            lambda: server.serve_http(
+                "127.0.0.1", 0, token="mount-test-token-0123456789", on_ready=ready.append
+            )
+        )
         with anyio.fail_after(30):
             while not ready:
                 await anyio.sleep(0.05)
         config = Config.from_mapping(
-            {"mcp_servers": {"web1": {"url": ready[0], "headers": {"X-Test": "1"}}}}
+            {
+                "mcp_servers": {
+                    "web1": {
+                        "url": ready[0],
+                        "headers": {
+                            "X-Test": "1",
+                            "Authorization": "Bearer mount-test-token-0123456789",
+                        },
+                    }
+                }
+            }
         )
         outer = _registry(config, tmp_path)
         async with mount_mcp_servers(outer, config) as mounts:
