@@ -766,8 +766,7 @@ def serve(
         bool,
         typer.Option(
             "--no-auth",
-            help="HTTP, loopback only: no bearer token (any local user can then call "
-            "every tool).",
+            help="HTTP, loopback only: no bearer token (any local user can then call every tool).",
         ),
     ] = False,
     no_defer: Annotated[

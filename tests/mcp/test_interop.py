@@ -85,7 +85,9 @@ def config(tmp_path: Path) -> Path:
 
 
 def _start_http(workspace: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    served = start_http([*SERVE, "--workspace", str(workspace), "-t", "http", "--port", "0", *extra])
+    served = start_http(
+        [*SERVE, "--workspace", str(workspace), "-t", "http", "--port", "0", *extra]
+    )
     _TOKEN[0] = served.token or ""
     return served.proc, served.url
 

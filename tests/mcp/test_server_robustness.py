@@ -206,7 +206,17 @@ def _start_http(workspace: Path, host: str = "127.0.0.1") -> tuple[subprocess.Po
     """Start an HTTP serve; its token goes into :data:`MCP_HEADERS`-style headers through
     :func:`_headers` (the last started server's)."""
     served = start_http(
-        [*SERVE, "--workspace", str(workspace), "--transport", "http", "--host", host, "--port", "0"]
+        [
+            *SERVE,
+            "--workspace",
+            str(workspace),
+            "--transport",
+            "http",
+            "--host",
+            host,
+            "--port",
+            "0",
+        ]
     )
     _LAST_AUTH.clear()
     _LAST_AUTH.update(served.auth)
@@ -272,9 +282,7 @@ def test_http_loopback_refuses_foreign_origin_and_host(workspace: Path, host: st
             url, json=INIT, headers=_headers(Origin="http://evil.example"), timeout=20
         )
         assert evil_origin.status_code == 403
-        evil_host = httpx.post(
-            url, json=INIT, headers=_headers(Host="evil.example"), timeout=20
-        )
+        evil_host = httpx.post(url, json=INIT, headers=_headers(Host="evil.example"), timeout=20)
         assert evil_host.status_code == 421
         own_origin = url.rsplit("/", 1)[0]
         ok = httpx.post(url, json=INIT, headers=_headers(Origin=own_origin), timeout=20)

@@ -63,6 +63,9 @@ class ConnectionLimits:
         max_header_bytes: the largest request header block, in bytes.
         reserved_files: file descriptors kept free for everything else the server opens
             (files, pipes of commands, mounted servers); at least a quarter of the limit.
+        accept_batch: the listen backlog, which is also how many connections asyncio
+            accepts in one wake-up before the gate sees any of them (kept well under
+            ``reserved_files``).
     """
 
     max_connections: int = 1000
@@ -73,6 +76,7 @@ class ConnectionLimits:
     idle_timeout: int = 5
     max_header_bytes: int = 64 * 1024
     reserved_files: int = 128
+    accept_batch: int = 64
 
     def effective_total(self, files: int | None = None) -> int:
         """``max_connections`` kept below the file limit ``files`` (default: this
@@ -135,9 +139,7 @@ class ConnectionGate:
             self._evict_oldest(client)
         if len(self._pending) >= lim.max_pending:
             self._evict_oldest(None)
-        if self._per_client.get(client, 0) >= lim.max_per_client and not self._evict_oldest(
-            client
-        ):
+        if self._per_client.get(client, 0) >= lim.max_per_client and not self._evict_oldest(client):
             self.refused += 1
             return False
         if len(self._all) >= self.total and not self._evict_oldest(None):

@@ -178,7 +178,9 @@ async def serve_http_app(
         http=protocol_for(gate),
         timeout_keep_alive=options.limits.idle_timeout,
         h11_max_incomplete_event_size=options.limits.max_header_bytes,
-        backlog=2048,
+        # asyncio accepts up to `backlog` sockets per wake-up before any connection_made
+        # runs: a small batch keeps a flood from exhausting the file limit in one go
+        backlog=options.limits.accept_batch,
     )
     uv = uvicorn.Server(config)
 

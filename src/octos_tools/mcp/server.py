@@ -528,18 +528,27 @@ async def run_server(
         auth = "" if no_auth else ", bearer token required"
         say(f"octos-tools: serving {where} over HTTP, listening on {url} ({count} tools{auth})")
 
+    async def stop_on_signal(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as sigs:
+            await anext(sigs)
+        scope.cancel()  # unwinds: the token file is removed below
+
     try:
-        await server.serve_http(
-            host,
-            port,
-            on_ready=ready,
-            sock=sock,
-            token=token,
-            no_auth=no_auth,
-            allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins,
-            limits=limits,
-        )
+        async with anyio.create_task_group() as tg:
+            if exit_on_signal:
+                tg.start_soon(stop_on_signal, tg.cancel_scope)
+            await server.serve_http(
+                host,
+                port,
+                on_ready=ready,
+                sock=sock,
+                token=token,
+                no_auth=no_auth,
+                allowed_hosts=allowed_hosts,
+                allowed_origins=allowed_origins,
+                limits=limits,
+            )
+            tg.cancel_scope.cancel()
     finally:
         if token_file is not None:
             with contextlib.suppress(OSError):
