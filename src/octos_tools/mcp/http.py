@@ -152,6 +152,7 @@ async def serve_http_app(
 
     from .auth import RequireBearer
     from .connections import protocol_for
+    from .rpc_errors import RecoverIds
 
     gate = gate or ConnectionGate(options.limits)
     app = server.streamable_http_app(
@@ -163,7 +164,11 @@ async def serve_http_app(
     )
     bound: list[int] = [options.port]
     wrapped = RequireBearer(
-        _WrongPath(app, options.path, lambda: _url(options.host, bound[0], options.path)),
+        _WrongPath(
+            RecoverIds(app, options.max_body_bytes),
+            options.path,
+            lambda: _url(options.host, bound[0], options.path),
+        ),
         options.token,
         on_admit=gate.admit,
     )
