@@ -70,13 +70,13 @@ def _pattern_properties(validator: Any, properties: Any, instance: Any, schema: 
 def _validator_class() -> Any:
     from jsonschema import Draft202012Validator, validators
 
-    return validators.extend(
+    return validators.extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
         {"pattern": _pattern, "patternProperties": _pattern_properties},
     )
 
 
-def BoundedValidator(schema: Any) -> Any:  # noqa: N802 - stands for the class
+def BoundedValidator(schema: Any) -> Any:
     """A Draft 2020-12 validator of ``schema`` whose patterns run on RE2 (see the module
     docstring). Its ``check_schema`` is Draft 2020-12's."""
     return _validator_class()(schema)
