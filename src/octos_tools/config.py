@@ -212,13 +212,16 @@ class ShellConfig(_Model):
     Attributes:
         default_timeout_secs: timeout when the call gives none (seconds, clamped 1–600).
         max_output_bytes: output cap of one call, in bytes.
-        max_sessions: live ``exec_command`` sessions at most.
+        max_sessions: live ``exec_command`` sessions at most, all clients together.
+        max_sessions_per_client: live sessions at most per host session (one MCP
+            session); ``None``: a quarter of ``max_sessions``.
         safe_policy: apply the octos SafePolicy deny / ask patterns.
     """
 
     default_timeout_secs: float = Field(120.0, ge=1, le=600)
     max_output_bytes: int = Field(50_000, ge=256, le=10_000_000)
     max_sessions: int = Field(64, ge=1, le=1024)
+    max_sessions_per_client: int | None = Field(None, ge=1, le=1024)
     safe_policy: bool = True
 
 

@@ -81,9 +81,9 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
     """Register ``shell``, ``exec_command``, ``bash`` and ``write_stdin`` (octos order).
 
     The four tools share one :class:`SessionManager` bounded by
-    ``config.shell.max_sessions``.
+    ``config.shell.max_sessions`` (and ``max_sessions_per_client`` per host session).
     """
-    sessions = SessionManager(config.shell.max_sessions)
+    sessions = SessionManager(config.shell.max_sessions, config.shell.max_sessions_per_client)
     registry.register(ShellTool(workspace, config.shell, sessions))
     registry.register(ExecCommandTool(workspace, config.shell, sessions))
     registry.register(BashTool(workspace, config.shell, sessions))
