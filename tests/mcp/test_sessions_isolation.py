@@ -1,6 +1,7 @@
-"""Clients kept apart (builtins/runtime/sessions.py caps, mcp/sessions.py): one MCP session
-filling its command-session cap cannot end another's sessions, and an MCP session closed with
-HTTP DELETE ends its commands with it."""
+"""Clients kept apart (builtins/runtime/sessions.py caps, mcp/sessions.py, mcp/disconnect.py):
+one MCP session filling its command-session cap cannot end another's sessions, an MCP session
+closed with HTTP DELETE ends its commands with it, and a client that disconnects mid-call
+cancels the call and its command."""
 
 from __future__ import annotations
 
@@ -97,3 +98,34 @@ async def test_closing_an_mcp_session_ends_its_commands(served: str) -> None:
         assert not (await _start(client, mark)).is_error
         assert living(mark)
     assert await _gone(mark)
+
+
+async def test_a_client_that_disconnects_mid_call_cancels_it_and_its_command(
+    served: str,
+) -> None:
+    import httpx2 as httpx
+
+    from tests.mcp.test_server_robustness import INIT, MCP_HEADERS
+
+    mark = marker()
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(served, json=INIT, headers=headers)
+        headers["mcp-session-id"] = init.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = "2025-06-18"
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await http.post(served, json=note, headers=headers)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "shell", "arguments": {"command": f"sleep {mark}"}},
+        }
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up and drops the connection
+            await http.post(served, json=call, headers=headers, timeout=2)
+        assert await _gone(mark)  # the call was cancelled, its command killed
+        # the session itself goes on serving
+        ping = await http.post(
+            served, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=headers
+        )
+        assert ping.status_code == 200

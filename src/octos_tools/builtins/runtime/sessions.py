@@ -6,8 +6,9 @@ only the output produced since the previous read. At most ``max_sessions`` live 
 all, and ``max_per_owner`` per host session (one MCP session, one ``ToolSession``): to make
 room a host session's own least recently used idle session is closed, **never another host
 session's** (when the server is full and the caller has nothing idle of its own, the start
-is refused with ``unavailable``); a session is killed at its timeout; :meth:`SessionManager.aclose` (the registry's ``aclose``, the end of a session of
-tools) closes them all, and kills what finished commands left running in their cgroups.
+is refused with ``unavailable``); a session is killed at its timeout;
+:meth:`SessionManager.aclose` (the registry's ``aclose``, the end of a session of tools)
+closes them all, and kills what finished commands left running in their cgroups.
 """
 
 from __future__ import annotations

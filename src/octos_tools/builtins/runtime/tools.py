@@ -104,7 +104,11 @@ class _CommandTool(WorkspaceTool):
     ) -> None:
         super().__init__(workspace)
         self.config = config
-        self.sessions = sessions if sessions is not None else SessionManager(config.max_sessions, config.max_sessions_per_client)
+        self.sessions = (
+            sessions
+            if sessions is not None
+            else SessionManager(config.max_sessions, config.max_sessions_per_client)
+        )
 
     def _cwd(self, ctx: ToolContext | None, workdir: str | None) -> Path:
         ws = self.workspace_for(ctx)
