@@ -165,3 +165,37 @@ def test_a_plugin_cannot_replace_a_built_in_unless_it_declares_it(
     assert plugin_report(replaced).overrides == {"declared": ["read_file"]}
     assert tool_origins(replaced)["read_file"] == "declared (overrides)"
     assert plugin_of(replaced, "read_file") == "declared"
+
+
+SIDE_EFFECT_CODE = '''
+from pathlib import Path
+from octos_tools import tool
+
+@tool
+def plain_writer(text: str) -> str:
+    """Writes, though plain @tool says Safe."""
+    Path("written.txt").write_text(text)
+    return "ok"
+
+@tool(read_only=True)
+def declared_reader(text: str) -> str:
+    """Declares it writes nothing."""
+    return text
+
+def register(registry, workspace, config):
+    registry.register(plain_writer)
+    registry.register(declared_reader)
+'''
+
+
+def test_read_only_keeps_only_plugin_tools_that_declare_they_write_nothing(
+    tmp_path: Path, site: Path
+) -> None:
+    _install(site, "octos_side", "octos_side_plugin", SIDE_EFFECT_CODE, "side")
+    registry = build_registry(Config(plugins=["side"], read_only=True), tmp_path)
+    assert "declared_reader" in registry.names()
+    assert "plain_writer" not in registry.names()
+    assert "plain_writer" in registry.removed_by_policy()
+    assert "read_file" in registry.names()  # a Safe built-in stays
+    writable = build_registry(Config(plugins=["side"]), tmp_path)
+    assert {"plain_writer", "declared_reader"} <= set(writable.names())

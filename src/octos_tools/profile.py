@@ -25,7 +25,7 @@ from .config import Config, default_config
 from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
-from .tool import ConcurrencyClass
+from .tool import ConcurrencyClass, Tool
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -64,10 +64,19 @@ elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
-    """A policy denying every Exclusive tool of ``registry`` (the ``--read-only`` preset)."""
-    return ToolPolicy(
-        deny=[t.name for t in registry.tools() if t.concurrency_class is ConcurrencyClass.EXCLUSIVE]
-    )
+    """A policy denying every tool of ``registry`` that may write (the ``--read-only``
+    preset): every Exclusive tool, and every tool that is not a built-in unless it declares
+    ``declares_read_only`` (``@tool(read_only=True)``): a plugin's plain ``@tool`` is Safe
+    by default, which says it may run beside others, not that it writes nothing."""
+
+    def may_write(tool: Tool) -> bool:
+        if tool.concurrency_class is ConcurrencyClass.EXCLUSIVE:
+            return True
+        if type(tool).__module__.startswith("octos_tools.builtins."):
+            return False
+        return not getattr(tool, "declares_read_only", False)
+
+    return ToolPolicy(deny=[t.name for t in registry.tools() if may_write(t)])
 
 
 def deferral_enabled(config: Config, defer: bool | None = None) -> bool:

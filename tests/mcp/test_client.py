@@ -198,7 +198,11 @@ async def test_policy_applies_to_mounted_tools(tmp_path: Path, server_script: Pa
 
 
 @pytest.mark.anyio
-async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_script: Path) -> None:
+async def test_deferred_read_only_and_broken_servers(
+    tmp_path: Path, server_script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octos_tools.mcp import mounts as mounts_module
+
     config = Config.from_mapping(
         {
             "read_only": True,
@@ -212,11 +216,20 @@ async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_scri
             },
         }
     )
+    # --read-only: a readOnlyHint is the server's claim; with nothing confining the server
+    # (no read-only sandbox) no mounted tool is kept.
+    unconfined = _registry(config, tmp_path)
+    async with mount_mcp_servers(unconfined, config) as mounts:
+        assert mounts.tools["fx"] == []
+        assert "fx__measure" not in unconfined
+    assert not mounts_module.server_is_read_only(config.mcp_servers["fx"])
+    # Where the server runs confined read-only (the sandbox seam), the hint counts.
+    monkeypatch.setattr(mounts_module, "server_is_read_only", lambda cfg: cfg is not None)
     registry = _registry(config, tmp_path)
     async with mount_mcp_servers(registry, config) as mounts:
         # The broken server is reported and skipped; the host keeps going.
         assert "broken" in mounts.failures
-        # --read-only: only readOnlyHint tools are mounted.
+        # only readOnlyHint tools are mounted.
         assert mounts.tools["fx"] == ["fx__measure"]
         assert "fx__hang" not in registry
         # defer: the group is hidden until a call activates it.
