@@ -179,6 +179,9 @@ class McpServerConfig(_Model):
         headers: HTTP headers for ``url``.
         timeout_secs: per-call timeout in seconds.
         startup_timeout_secs: how long starting and listing tools may take, in seconds.
+        max_reply_bytes: the largest message accepted from a stdio server, in bytes
+            (default 16 MiB); a longer one is a ``reply_too_large`` error and the
+            connection is reset.
         defer: defer the server's tool group from the first request (its tools stay one
             call away; ``tool_search`` finds them). Unset: as ``lifecycle.defer`` (on by
             default), so mounting servers does not grow the first request.
@@ -193,6 +196,7 @@ class McpServerConfig(_Model):
     timeout_secs: float = Field(60.0, gt=0, le=3600)
     startup_timeout_secs: float = Field(30.0, gt=0, le=600)
     defer: bool | None = None
+    max_reply_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
 
     @field_validator("url")
     @classmethod
