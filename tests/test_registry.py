@@ -342,6 +342,17 @@ def test_snapshot_excluding_shares_tools_and_copies_state() -> None:
     assert snap.supervisor is not r.supervisor
 
 
+def test_derived_registries_copy_every_public_setting_but_the_session_ones() -> None:
+    r = make("a", session_key="s1")
+    r.output_dir_hint = "out/"
+    r.sandbox_mode = "read-only"  # type: ignore[attr-defined]  # a setting a host added
+    for derived in (r.snapshot_excluding([]), r.rebind_cwd("ws")):  # type: ignore[arg-type]
+        assert derived.output_dir_hint == "out/"
+        assert derived.sandbox_mode == "read-only"  # type: ignore[attr-defined]
+        assert derived.session_key is None and derived.supervisor is not r.supervisor
+        assert derived.max_output_bytes == r.max_output_bytes and derived.redact is r.redact
+
+
 class Bound(EchoTool):
     cwd_bound = True
 

@@ -77,6 +77,29 @@ class TaskRecord:
         """Whether the task has finished (completed, failed or cancelled)."""
         return self.status in _TERMINAL
 
+    def append_output(self, text: str) -> None:
+        """Append ``text`` to this task's output log (UTF-8; undecodable characters
+        replaced)."""
+        with self.output_path.open("a", encoding="utf-8", errors="replace") as fh:
+            fh.write(text)
+
+    def output_tail(self, max_chars: int = 2000) -> str:
+        """The last ``max_chars`` characters of the output log (``""`` when it is empty or
+        gone), cut after a line break when one is in reach, so a failure can show what the
+        task did last. Reads at most ``4 * max_chars`` bytes from the end."""
+        try:
+            with self.output_path.open("rb") as fh:
+                end = fh.seek(0, 2)
+                fh.seek(max(0, end - 4 * max_chars))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        if len(text) <= max_chars:
+            return text
+        text = text[-max_chars:]
+        cut = text.find("\n")
+        return text[cut + 1 :] if 0 <= cut < max_chars // 2 else text
+
     def summary(self) -> dict[str, Any]:
         """A compact JSON view (id, tool, status, times, error)."""
         return {
@@ -196,9 +219,7 @@ class TaskSupervisor:
         Raises:
             KeyError: for an unknown ``task_id``.
         """
-        record = self._tasks[task_id]
-        with record.output_path.open("a", encoding="utf-8", errors="replace") as fh:
-            fh.write(text)
+        self._tasks[task_id].append_output(text)
 
     async def wait(
         self, ids: Sequence[str], timeout: float | None

@@ -164,3 +164,22 @@ async def test_images_become_content_blocks(session: ToolSession) -> None:
     )
     assert msg.content[0] == {"type": "text", "text": "a picture"}
     assert msg.content[1] == {"type": "image", "base64": "UE5H", "mime_type": "image/png"}
+
+
+async def test_for_sub_agent_tools_keep_the_allow_list_and_drop_sub_agent_tools(
+    tmp_path: Path,
+) -> None:
+    from octos_tools.profile import build_registry
+
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    registry = build_registry(workspace=tmp_path)
+    octos = OctosLangChainTools(registry)
+    child = octos.for_sub_agent(["read_file", "spawn_agent"])
+    assert [t.name for t in child.tools()] == ["read_file"]
+    assert "alpha" in str(await child.get("read_file").ainvoke({"path": "notes.txt"}))
+    deeper = await child.session.call("spawn_agent", {"message": "deeper"})
+    assert deeper.error_kind is not None and deeper.error_kind.value == "policy_denied"
+    assert child.session.ctx.spawn_depth == 1
+    await child.aclose()
+    await octos.aclose()
+    await registry.aclose()

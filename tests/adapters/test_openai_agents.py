@@ -189,3 +189,56 @@ async def test_refresh_adds_tools_registered_later(session: ToolSession) -> None
     assert [t.name for t in tools].count("late_echo") == 1
     octos.refresh()
     assert [t.name for t in tools].count("late_echo") == 1
+
+
+async def test_agents_as_tools_run_a_sub_agent_over_for_sub_agent(tmp_path: Path) -> None:
+    """The SDK's own delegation (``Agent.as_tool``): the sub-agent's tools come from
+    ``for_sub_agent`` (allow list kept, octos's sub-agent tools gone, depth + 1)."""
+    from agents import Agent, Runner
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    from octos_tools.adapters.openai_agents import OctosAgentTools
+    from octos_tools.profile import build_registry
+
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    registry = build_registry(workspace=tmp_path)
+    octos = OctosAgentTools(registry)
+    reader_tools = octos.for_sub_agent(["read_file"])
+    offered: list[set[str]] = []
+    outputs: dict[str, str] = {}
+
+    def reader_step(call: ModelCall) -> Any:
+        offered.append({t.name for t in call.tools})
+        outputs.update(_tool_outputs(call.input))
+        if not outputs:
+            return [function_call("read_file", {"path": "notes.txt"}, call_id="r1")]
+        return [assistant_message(f"notes: {outputs['r1'].strip()}")]
+
+    reader = Agent(
+        name="reader",
+        model=ScriptedModel([ModelStep.respond(reader_step), ModelStep.respond(reader_step)]),
+        tools=reader_tools.tools,
+    )
+    parent_outputs: dict[str, str] = {}
+
+    def parent_step(call: ModelCall) -> Any:
+        parent_outputs.update(_tool_outputs(call.input))
+        if not parent_outputs:
+            return [function_call("ask_reader", {"input": "notes?"}, call_id="p1")]
+        return [assistant_message(parent_outputs["p1"])]
+
+    parent = Agent(
+        name="lead",
+        model=ScriptedModel([ModelStep.respond(parent_step), ModelStep.respond(parent_step)]),
+        tools=[*octos.tools, reader.as_tool(tool_name="ask_reader", tool_description="Ask.")],
+    )
+    result = await Runner.run(
+        parent, "What do the notes say?", run_config=octos.run_config(tracing_disabled=True)
+    )
+    assert "alpha" in result.final_output
+    assert offered[0] == {"read_file"}
+    assert reader_tools.session.registry.get("spawn_agent") is None
+    assert reader_tools.session.ctx.spawn_depth == 1
+    await reader_tools.aclose()
+    await octos.aclose()
+    await registry.aclose()

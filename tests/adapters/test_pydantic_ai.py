@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.messages import (
     ModelMessage,
@@ -203,3 +203,48 @@ async def test_aclose_closes_only_a_session_it_made(registry: ToolRegistry) -> N
     result = await given.call("read_file", {"path": "notes.txt"})
     assert result.success  # the given session and the registry still work
     await given.aclose()
+
+
+async def test_agent_delegation_runs_a_delegate_over_the_sub_agent_toolset(
+    tmp_path: Path,
+) -> None:
+    """pydantic-ai's agent delegation: a parent tool runs a delegate agent whose toolset is
+    ``for_sub_agent``'s (allow list kept, octos's sub-agent tools gone), usage shared."""
+    from octos_tools.profile import build_registry
+
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    registry = build_registry(workspace=tmp_path)
+    octos = OctosToolset(registry)
+    reader_toolset = octos.for_sub_agent(["read_file", "list_dir"])
+    offered: list[list[str]] = []
+
+    def reader_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(t.name for t in info.function_tools))
+        returned = _returned(messages)
+        if not returned:
+            return ModelResponse(parts=[ToolCallPart("read_file", {"path": "notes.txt"}, "r1")])
+        return ModelResponse(parts=[TextPart(f"notes say: {returned[-1][2].strip()}")])
+
+    reader = Agent(FunctionModel(reader_model), toolsets=[reader_toolset])
+
+    def parent_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = _returned(messages)
+        if not returned:
+            return ModelResponse(parts=[ToolCallPart("ask_reader", {"question": "notes?"}, "p1")])
+        return ModelResponse(parts=[TextPart(returned[-1][2])])
+
+    parent = Agent(FunctionModel(parent_model), toolsets=[octos])
+
+    @parent.tool
+    async def ask_reader(ctx: RunContext[None], question: str) -> str:
+        return (await reader.run(question, usage=ctx.usage)).output
+
+    result = await parent.run("What do the notes say?")
+    assert "alpha" in result.output
+    assert offered[0] == ["list_dir", "read_file"]  # the allow list, nothing else
+    assert reader_toolset.session.registry.get("spawn_agent") is None
+    assert reader_toolset.session.ctx.spawn_depth == 1
+    assert result.usage.requests == 4  # the delegate's two requests count in the parent's
+    await reader_toolset.aclose()
+    await octos.aclose()
+    await registry.aclose()

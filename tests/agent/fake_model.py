@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,19 +36,40 @@ class Recorded:
     body: Any
 
 
+Responder = Callable[[Any], "Reply | dict[str, Any] | None"]
+"""Answers one decoded request body (``None``: fall back to the scripted queue)."""
+
+
 class FakeModelServer:
     """Answers each POST with the next scripted :class:`Reply` (a bare dict is a 200 JSON
-    reply) and records every request. With no reply left it answers 418 (never retried)."""
+    reply), or with what ``responder(body)`` returns when one is set, and records every
+    request. With no reply left it answers 418 (never retried). ``GET .../models`` lists
+    :attr:`models` (OpenAI's and Anthropic's ``{"data": [{"id"}]}`` shape)."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder: Responder | None = None) -> None:
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self.responder = responder
+        self.models: list[str] = ["fake-gpt", "fake-claude"]
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
+
+            def do_GET(self) -> None:
+                if not self.path.endswith("/models"):
+                    self.send_error(404)
+                    return
+                data = json.dumps(
+                    {"object": "list", "data": [{"id": m, "object": "model"} for m in owner.models]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -66,7 +87,11 @@ class FakeModelServer:
                             body,
                         )
                     )
-                    reply = owner._replies.popleft() if owner._replies else None
+                    answer = owner.responder(body) if owner.responder is not None else None
+                    if answer is not None:
+                        reply: Reply | None = answer if isinstance(answer, Reply) else Reply(answer)
+                    else:
+                        reply = owner._replies.popleft() if owner._replies else None
                 if reply is None:
                     reply = Reply({"error": {"message": "no scripted reply left"}}, status=418)
                 if reply.delay:
@@ -122,8 +147,8 @@ class FakeModelServer:
 
 
 @contextmanager
-def fake_model_server() -> Iterator[FakeModelServer]:
-    server = FakeModelServer()
+def fake_model_server(responder: Responder | None = None) -> Iterator[FakeModelServer]:
+    server = FakeModelServer(responder)
     server.start()
     try:
         yield server

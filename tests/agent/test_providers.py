@@ -491,3 +491,23 @@ def test_error_bodies_are_kept_for_the_host() -> None:
     err = ProviderStatusError("openai", "HTTP 500", status=500, body=json.dumps({"a": 1}))
     assert err.provider == "openai" and err.status == 500 and json.loads(err.body) == {"a": 1}
     assert str(err) == "openai: HTTP 500"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+async def test_list_models_asks_once_and_with_model_shares_the_client(
+    dialect: Dialect, server: FakeModelServer
+) -> None:
+    server.models = ["other-model"]
+    async with dialect.provider(server.url) as provider:
+        assert await provider.list_models() == [provider.model, "other-model"]
+        server.models = ["changed"]
+        assert await provider.list_models() == [provider.model, "other-model"]  # cached
+        server.script(dialect.text_reply("from the other"))
+        other = provider.with_model("other-model")
+        turn = await other.complete([other.user_message("hi")], [])
+        assert turn.text == "from the other"
+        assert server.bodies[-1]["model"] == "other-model" and provider.model != "other-model"
+        await other.aclose()  # the shared client stays open for the original
+        server.script(dialect.text_reply("still open"))
+        assert (await provider.complete([provider.user_message("hi")], [])).text == "still open"

@@ -74,8 +74,11 @@ async def test_spawn_wait_and_results() -> None:
     [status] = waited["agents"]
     assert status["status"] == "completed" and "done: count files" in status["output"]
     assert delegate.requests[0].depth == 1
-    failed = body(await registry.execute("spawn_agent", {"task": "please fail", "mode": "sync"}))
-    assert failed["status"] == "failed" and failed["terminal"] is True
+    failed = await registry.execute("spawn_agent", {"task": "please fail", "mode": "sync"})
+    assert failed.error_kind is ErrorKind.PROCESS_FAILED  # a sync child's failure is the call's
+    status = json.loads(failed.output)
+    assert status["status"] == "failed" and status["terminal"] is True
+    assert status["error_kind"] == "process_failed" and "output_tail" in status
     unknown = body(await registry.execute("wait_agent", {"ids": ["nope"], "timeout_ms": 10}))
     assert unknown["agents"] == [{"agent_id": "nope", "status": "unknown", "terminal": True}]
     await registry.aclose()
@@ -221,3 +224,38 @@ async def test_id_aliases_accepted_but_not_advertised() -> None:
     wrong = await registry.execute("wait_agent", {"timeout_ms": "soon"})
     assert wrong.error_kind is ErrorKind.INVALID_ARGUMENTS and "timeout_ms" in wrong.output
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_after_rebind_cwd_spawn_and_read_task_output_share_one_supervisor(
+    tmp_path: Any,
+) -> None:
+    from octos_tools.profile import build_registry
+    from octos_tools.workspace import Workspace
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    delegate = LoggingDelegate()
+    registry = build_registry(workspace=str(tmp_path / "a"))
+    assert bind_spawn_delegate(registry, delegate)
+    rebound = registry.rebind_cwd(Workspace(tmp_path / "b"))
+    assert agents.spawn_delegate_of(rebound) is delegate  # the host's delegate comes along
+    spawned = body(await rebound.execute("spawn_agent", {"message": "log it", "mode": "sync"}))
+    handle = spawned["agent_id"]
+    log = await rebound.execute("read_task_output", {"task_handle": handle})
+    assert log.success, log.output
+    assert "working on: log it" in log.output
+    assert rebound.supervisor.get(handle) is not None and registry.supervisor.get(handle) is None
+    # the old registry's tools do not see the new registry's agents, and the other way round
+    old = await registry.execute("close_agent", {"id": handle})
+    assert old.error_kind is ErrorKind.NOT_FOUND
+    await rebound.supervisor.aclose()
+    await registry.aclose()
+
+
+class LoggingDelegate(ShortDelegate):
+    """Streams a line into the task log before it answers."""
+
+    async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult:
+        record.append_output(f"working on: {request.task}\n")
+        return await super().run(request, record)

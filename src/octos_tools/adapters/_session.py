@@ -73,6 +73,19 @@ def as_session(source: ToolSession | ToolRegistry) -> ToolSession:
     raise TypeError(f"expected a ToolSession or a ToolRegistry, got {type(source).__name__}")
 
 
+def sub_agent_session(session: ToolSession, allowed_tools: Iterable[str] = ()) -> ToolSession:
+    """A session for a sub-agent the framework runs (its own delegation, e.g. an agent used
+    as a tool): over :func:`octos_tools.agent.spawn.child_registry` of ``session``'s
+    registry (its policies and settings kept, ``allowed_tools`` as a hard allow list, the
+    sub-agent tools removed), with :func:`~octos_tools.agent.spawn.sub_agent_context` of
+    its base context (``spawn_depth + 1``)."""
+    from ..agent.spawn import child_registry, sub_agent_context
+    from ..session import ToolSession
+
+    registry = child_registry(session.registry, allowed_tools=tuple(allowed_tools))
+    return ToolSession(registry, sub_agent_context(session.ctx))
+
+
 def listed_specs(session: ToolSession, *, request: bool) -> list[ToolSpec]:
     """The specs the model sees now (read-only; the session's cached list).
 

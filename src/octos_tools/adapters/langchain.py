@@ -36,10 +36,10 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import as_session, failure_text, import_extra, listed_specs
+from ._session import as_session, failure_text, import_extra, listed_specs, sub_agent_session
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, ToolMessage
@@ -141,6 +141,20 @@ class OctosLangChainTools:
         the registry itself stays open). A session passed in is left to its owner."""
         if self._owns_session:
             await self.session.aclose()
+
+    def for_sub_agent(self, allowed_tools: Iterable[str] = ()) -> OctosLangChainTools:
+        """The tools of a sub-agent that a LangChain tool of yours runs (LangChain has no
+        delegation primitive of its own: a sub-agent is a tool that invokes another agent).
+
+        It is a session over
+        :func:`octos_tools.agent.spawn.child_registry` of this session's registry (its
+        policies and settings kept, ``allowed_tools`` as a hard allow list, octos's own
+        sub-agent tools removed) with ``spawn_depth + 1``. The new object owns that session
+        (:meth:`aclose` closes it).
+        """
+        child = OctosLangChainTools(sub_agent_session(self.session, allowed_tools))
+        child._owns_session = True
+        return child
 
     def tools(self, *, request: bool = True) -> list[OctosTool]:
         """The tools the session lists now, in its order.

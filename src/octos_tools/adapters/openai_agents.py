@@ -43,12 +43,20 @@ from __future__ import annotations
 import base64
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, ToolError
-from ._session import activate, as_session, deferred_names, failure_text, import_extra, listed_specs
+from ._session import (
+    activate,
+    as_session,
+    deferred_names,
+    failure_text,
+    import_extra,
+    listed_specs,
+    sub_agent_session,
+)
 
 if TYPE_CHECKING:
     from agents import FunctionTool, RunConfig
@@ -91,6 +99,19 @@ class OctosAgentTools:
         the registry itself stays open). A session passed in is left to its owner."""
         if self._owns_session:
             await self.session.aclose()
+
+    def for_sub_agent(self, allowed_tools: Iterable[str] = ()) -> OctosAgentTools:
+        """The tools of a sub-agent, for ``Agent.as_tool`` (the SDK's agents as tools).
+
+        It is a session over
+        :func:`octos_tools.agent.spawn.child_registry` of this session's registry (its
+        policies and settings kept, ``allowed_tools`` as a hard allow list, octos's own
+        sub-agent tools removed) with ``spawn_depth + 1``. The new object owns that session
+        (:meth:`aclose` closes it).
+        """
+        child = OctosAgentTools(sub_agent_session(self.session, allowed_tools))
+        child._owns_session = True
+        return child
 
     def _names(self) -> list[str]:
         return list(self.session.registry.names())

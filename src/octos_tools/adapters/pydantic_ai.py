@@ -41,7 +41,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._session import (
@@ -52,6 +52,7 @@ from ._session import (
     failure_text,
     import_extra,
     listed_specs,
+    sub_agent_session,
 )
 
 if TYPE_CHECKING:
@@ -148,6 +149,27 @@ class OctosToolset(AbstractToolset[Any]):
         the registry itself stays open). A session passed in is left to its owner."""
         if self._owns_session:
             await self.session.aclose()
+
+    def for_sub_agent(self, allowed_tools: Iterable[str] = ()) -> OctosToolset:
+        """The toolset of a delegate agent (pydantic-ai's agent delegation: a tool of the
+        parent calls ``await delegate.run(..., usage=ctx.usage)``, so the delegate's tokens
+        count in the parent's run).
+
+        It is a toolset over a session of
+        :func:`octos_tools.agent.spawn.child_registry` of this session's registry (its
+        policies and settings kept, ``allowed_tools`` as a hard allow list, octos's own
+        sub-agent tools removed) with ``spawn_depth + 1``, the same ``max_retries`` and
+        ``raise_tool_failed``, and the id ``"<id>-sub-agent"``. The new toolset owns that
+        session (:meth:`aclose` closes it).
+        """
+        child = OctosToolset(
+            sub_agent_session(self.session, allowed_tools),
+            max_retries=self.max_retries,
+            id=f"{self._id}-sub-agent" if self._id else None,
+            raise_tool_failed=self.raise_tool_failed,
+        )
+        child._owns_session = True
+        return child
 
     @property
     def id(self) -> str | None:

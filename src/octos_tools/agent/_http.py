@@ -12,6 +12,7 @@ for the same long completion twice), no 4xx other than 429.
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import json
 import logging
@@ -182,6 +183,8 @@ class HTTPProvider:
 
     completion_path: ClassVar[str] = ""
     """The path below ``base_url`` that one model request is POSTed to."""
+    models_path: ClassVar[str] = ""
+    """The path below ``base_url`` listing the models the endpoint serves (``GET``)."""
 
     def __init__(
         self,
@@ -218,6 +221,7 @@ class HTTPProvider:
         self.max_retry_delay = max_retry_delay
         self._client = client
         self._owns_client = client is None
+        self._models: tuple[str, ...] | None = None
 
     def _get_client(self) -> httpx2.AsyncClient:
         if self._client is None:
@@ -252,6 +256,41 @@ class HTTPProvider:
         body = self.request_body(messages, tools, system)
         return self.parse_response(await self.post_json(self.completion_path, body))
 
+    async def list_models(self) -> list[str]:
+        """The model ids the endpoint serves: ``GET {base_url}{models_path}`` (OpenAI's
+        ``/v1/models`` and Anthropic's ``/v1/models`` both answer ``{"data": [{"id"}]}``),
+        asked once per provider object; :attr:`model` is always among them.
+
+        Raises:
+            ProviderError: the request failed (see :meth:`request_json`).
+        """
+        if self._models is None:
+            data = await self.request_json("GET", self.models_path)
+            entries = data.get("data")
+            ids = [
+                e["id"]
+                for e in (entries if isinstance(entries, list) else [])
+                if isinstance(e, dict) and isinstance(e.get("id"), str)
+            ]
+            self._models = tuple(dict.fromkeys([self.model, *ids]))
+        return list(self._models)
+
+    def with_model(self, model: str) -> HTTPProvider:
+        """A provider like this one sending ``model`` instead (for a sub-agent that asked
+        for another model): same endpoint, headers, limits and HTTP client; closing it does
+        not close the shared client, and it needs no closing of its own.
+
+        Raises:
+            ValueError: an empty ``model``.
+        """
+        if not model:
+            raise ValueError("with_model needs a model id")
+        clone = copy.copy(self)
+        clone.model = model
+        clone._client = self._get_client()
+        clone._owns_client = False
+        return clone
+
     def user_message(self, text: str) -> JSONObject:
         """``{"role": "user", "content": text}`` (the same in both wire formats)."""
         return {"role": "user", "content": text}
@@ -280,7 +319,15 @@ class HTTPProvider:
         return ""
 
     async def post_json(self, path: str, body: JSONObject) -> JSONObject:
-        """POST ``body`` as JSON to ``base_url + path`` and return the decoded JSON object.
+        """POST ``body`` as JSON to ``base_url + path`` and return the decoded JSON object
+        (:meth:`request_json`)."""
+        return await self.request_json("POST", path, body)
+
+    async def request_json(
+        self, method: str, path: str, body: JSONObject | None = None
+    ) -> JSONObject:
+        """Send ``method`` (``"POST"`` with ``body`` as JSON, ``"GET"``) to
+        ``base_url + path`` and return the decoded JSON object.
 
         Retries 429/5xx as the module docstring says.
 
@@ -297,20 +344,20 @@ class HTTPProvider:
         attempt = 0
         while True:
             try:
-                response = await client.post(url, json=body, headers=self.headers)
+                response = await client.request(method, url, json=body, headers=self.headers)
             except httpx2.TimeoutException as exc:
                 raise ProviderTimeoutError(
                     self.name,
-                    f"POST {url} timed out ({type(exc).__name__}; timeout {self.timeout:g} s, "
+                    f"{method} {url} timed out ({type(exc).__name__}; timeout {self.timeout:g} s, "
                     f"connect {self.connect_timeout:g} s)",
                 ) from exc
             except httpx2.HTTPError as exc:
                 raise ProviderConnectionError(
-                    self.name, f"POST {url} failed: {type(exc).__name__}: {exc}"
+                    self.name, f"{method} {url} failed: {type(exc).__name__}: {exc}"
                 ) from exc
             status = response.status_code
             if 200 <= status < 300:
-                return self._decode(url, response)
+                return self._decode(f"{method} {url}", response)
             text = response.text
             retry_after = parse_retry_after(response.headers)
             retryable = status == 429 or status >= 500
@@ -341,13 +388,14 @@ class HTTPProvider:
             error_type = ProviderAuthError if status in (401, 403) else ProviderStatusError
             raise error_type(
                 self.name,
-                f"HTTP {status} from POST {url}: {_error_detail(text)}.{self._hint(status)}{note}",
+                f"HTTP {status} from {method} {url}: {_error_detail(text)}."
+                f"{self._hint(status)}{note}",
                 status=status,
                 body=text[:BODY_LIMIT],
                 attempts=attempt + 1,
             )
 
-    def _decode(self, url: str, response: httpx2.Response) -> JSONObject:
+    def _decode(self, where: str, response: httpx2.Response) -> JSONObject:
         text = response.text
         try:
             data = json.loads(text)
@@ -355,14 +403,14 @@ class HTTPProvider:
             ctype = response.headers.get("content-type", "?")
             raise ProviderResponseError(
                 self.name,
-                f"the answer from POST {url} is not JSON (content-type {ctype}): {exc}. Does "
+                f"the answer from {where} is not JSON (content-type {ctype}): {exc}. Does "
                 "base_url point at the API root?",
                 body=text[:BODY_LIMIT],
             ) from exc
         if not isinstance(data, dict):
             raise ProviderResponseError(
                 self.name,
-                f"the answer from POST {url} is JSON {type(data).__name__}, not an object",
+                f"the answer from {where} is JSON {type(data).__name__}, not an object",
                 body=text[:BODY_LIMIT],
             )
         return data

@@ -65,6 +65,7 @@ class AnthropicProvider(HTTPProvider):
     """
 
     completion_path = "/v1/messages"
+    models_path = "/v1/models"
 
     def __init__(
         self,

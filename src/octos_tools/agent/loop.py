@@ -7,23 +7,36 @@ next request's tool list), one model request, then — if the model asked for to
 calls concurrently, any Exclusive call makes the batch serial and a failure cancels the
 rest), and the results go back into the transcript. The loop ends at the first answer
 without tool calls, or after ``max_iterations`` model requests (octos's default: 50).
+
+Sub-agents work out of the box: the agent puts a
+:class:`~octos_tools.agent.spawn.NativeSpawnDelegate` in its session's context, so
+``spawn_agent`` and its companions run child agents of this loop (``agent/spawn.py``).
+Before each model request the loop hands the model what arrived meanwhile, as user
+messages: input queued with :meth:`Agent.queue_input` (``send_input`` to a running child)
+and one short announcement per background child that finished and that the model has not
+seen finish (octos's background result sender); the tokens finished children spent are
+added to :attr:`AgentResult.tool_usage`.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Literal
 
+from ..builtins.agents import spawn_delegate_of
 from ..context import ToolContext
 from ..execution import ToolCall
 from ..registry import ToolRegistry
 from ..session import ToolSession
+from ..tasks import TaskRecord
 from ..tool import JSONObject, TokenUsage, ToolResult
 from .provider import ModelProvider
+from .spawn import DEFAULT_MAX_DEPTH, NativeSpawnDelegate
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
@@ -114,7 +127,9 @@ class AgentResult:
         usage: tokens summed over this run's model requests, from the providers' usage
             fields.
         tool_usage: tokens reported by tools that call models themselves
-            (``ToolResult.tokens_used``, e.g. sub-agents), summed.
+            (``ToolResult.tokens_used``) plus the tokens of this agent's sub-agents that
+            finished during the run (a background one still running at the end counts in
+            the run that sees it finish), summed.
         messages: a copy of the agent's whole transcript after the run, in the provider's
             wire format (without the system prompt, which is sent apart).
         tool_results: every tool call of this run with its result, in order.
@@ -130,6 +145,11 @@ class AgentResult:
     messages: list[JSONObject] = field(default_factory=list)
     tool_results: list[ToolCallRecord] = field(default_factory=list)
     finish_reason: str | None = None
+
+    @property
+    def total_usage(self) -> TokenUsage:
+        """``usage + tool_usage``: every token the run cost."""
+        return self.usage + self.tool_usage
 
 
 class Agent:
@@ -148,13 +168,25 @@ class Agent:
             (workspace, session key, approval callback, ...); default: one built from the
             registry.
         on_event: an :data:`EventHook` called for every :class:`AgentEvent`.
+        sub_agents: give the sub-agent tools a
+            :class:`~octos_tools.agent.spawn.NativeSpawnDelegate` (default). Nothing is
+            added when the registry has no ``spawn_agent``, when a host bound its own
+            delegate (:func:`~octos_tools.builtins.agents.bind_spawn_delegate`) or when
+            ``ctx.extras`` already holds a ``"spawn_delegate"``.
+        max_depth: the deepest sub-agent level (default 1: children may not spawn).
+        sub_agent_timeout: seconds a sub-agent may run before it is stopped (``timeout``),
+            or ``None`` (default) for no limit of its own.
 
     Attributes:
         session: the :class:`~octos_tools.session.ToolSession` driving the registry.
         messages: the transcript, in the provider's wire format.
+        spawn_delegate: the native delegate, or ``None`` when none was added.
+        usage: model tokens of every run of this agent so far.
+        tool_usage: tokens reported by tools and sub-agents over every run so far.
 
     Raises:
-        ValueError: ``max_iterations < 1``.
+        ValueError: ``max_iterations < 1``, ``max_depth < 1``, a non-positive
+            ``sub_agent_timeout``.
 
     Example::
 
@@ -173,6 +205,9 @@ class Agent:
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         ctx: ToolContext | None = None,
         on_event: EventHook | None = None,
+        sub_agents: bool = True,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        sub_agent_timeout: float | None = None,
     ) -> None:
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be >= 1, got {max_iterations}")
@@ -181,8 +216,58 @@ class Agent:
         self.system = system
         self.max_iterations = max_iterations
         self.on_event = on_event
+        self.spawn_delegate: NativeSpawnDelegate | None = None
+        base = ctx if ctx is not None else ToolContext()
+        if (
+            sub_agents
+            and "spawn_agent" in registry
+            and spawn_delegate_of(registry) is None
+            and "spawn_delegate" not in base.extras
+        ):
+            self.spawn_delegate = NativeSpawnDelegate(
+                self, max_depth=max_depth, timeout=sub_agent_timeout
+            )
+            ctx = replace(base, extras={**base.extras, "spawn_delegate": self.spawn_delegate})
         self.session = ToolSession(registry, ctx)
         self.messages: list[JSONObject] = []
+        self.usage = TokenUsage()
+        self.tool_usage = TokenUsage()
+        self._inputs: list[str] = []
+
+    def queue_input(self, text: str) -> None:
+        """Give the model ``text`` as a user message before its next model request (while
+        a run is going on; else at the start of the next run). A run about to stop with
+        queued input goes on instead. Used by ``send_input`` for a running sub-agent."""
+        self._inputs.append(text)
+
+    def _children_usage(self) -> TokenUsage:
+        """The tokens of this agent's sub-agents that finished and were not counted yet."""
+        used = TokenUsage()
+        for rec in self.spawn_delegate.children if self.spawn_delegate is not None else ():
+            if rec.terminal and not rec.metadata.get("usage_counted"):
+                rec.metadata["usage_counted"] = True
+                value = rec.metadata.get("usage")
+                if isinstance(value, TokenUsage):
+                    used = used + value
+        return used
+
+    def _deliver(self) -> None:
+        """Append queued input and one announcement per sub-agent that finished unseen (a
+        background one, or a ``delegate`` whose wait ran out; no ``wait_agent`` showed it
+        finished) to the transcript."""
+        for rec in self.spawn_delegate.children if self.spawn_delegate is not None else ():
+            meta = rec.metadata
+            if (
+                rec.terminal
+                and meta.get("mode") in ("background", "delegate")
+                and not meta.get("reported")
+                and not meta.get("announced")
+            ):
+                meta["announced"] = True
+                self.messages.append(self.provider.user_message(_announcement(rec)))
+        inputs, self._inputs = self._inputs, []
+        for text in inputs:
+            self.messages.append(self.provider.user_message(text))
 
     def reset(self) -> None:
         """Forget the transcript (the registry's LRU state is kept)."""
@@ -217,7 +302,13 @@ class Agent:
         finish: str | None = None
         iteration = 0
 
+        def add_tool_usage(used: TokenUsage) -> None:
+            nonlocal tool_usage
+            tool_usage = tool_usage + used
+            self.tool_usage = self.tool_usage + used
+
         def finished(stop: StopReason) -> AgentResult:
+            add_tool_usage(self._children_usage())
             return AgentResult(
                 text=text,
                 stop_reason=stop,
@@ -231,12 +322,15 @@ class Agent:
 
         while iteration < self.max_iterations:
             iteration += 1
+            add_tool_usage(self._children_usage())
+            self._deliver()
             specs = self.session.before_model_request()
             await self._emit(
                 AgentEvent("model_request", iteration, tools=tuple(s.name for s in specs))
             )
             turn = await self.provider.complete(self.messages, specs, system=self.system)
             usage = usage + turn.usage
+            self.usage = self.usage + turn.usage
             text, finish = turn.text, turn.finish_reason
             if turn.message is not None:
                 self.messages.append(turn.message)
@@ -245,6 +339,8 @@ class Agent:
                 AgentEvent("model_response", iteration, text=turn.text, calls=tuple(calls))
             )
             if not calls:
+                if self._inputs and iteration < self.max_iterations:
+                    continue  # input arrived while the model answered: it reads it first
                 return finished(StopReason.COMPLETED)
             for call in calls:
                 await self._emit(AgentEvent("tool_start", iteration, call=call))
@@ -253,9 +349,21 @@ class Agent:
             for call, result in zip(calls, results, strict=True):
                 records.append(ToolCallRecord(iteration, call, result))
                 if result.tokens_used is not None:
-                    tool_usage = tool_usage + result.tokens_used
+                    add_tool_usage(result.tokens_used)
                 await self._emit(AgentEvent("tool_result", iteration, call=call, result=result))
         logger.warning(
             "agent stopped after %d model requests with tool calls still coming", iteration
         )
         return finished(StopReason.MAX_ITERATIONS)
+
+
+def _announcement(rec: TaskRecord) -> str:
+    """The short message that tells the model a background sub-agent finished (octos's
+    background result sender delivers one per finished child): its handle, label, status,
+    and how to read the result."""
+    handle = json.dumps({"ids": [rec.id]})
+    return (
+        f"[sub-agent finished] agent {rec.id} ({rec.metadata.get('label') or 'agent'}) "
+        f"ended {rec.status.value}. Read its result with wait_agent {handle} or its log "
+        f"with read_task_output."
+    )

@@ -80,6 +80,7 @@ class OpenAIChatProvider(HTTPProvider):
     """
 
     completion_path = "/chat/completions"
+    models_path = "/models"
 
     def __init__(
         self,

@@ -2,9 +2,16 @@
 
 ``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
 child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
-agent is the host's job: it implements :class:`SpawnDelegate` and binds it with
-:func:`bind_spawn_delegate` (or puts it in ``ToolContext.extras["spawn_delegate"]``). Without
-a delegate ``spawn_agent`` fails with ``not_configured``.
+agent is a delegate's job: :class:`~octos_tools.agent.Agent` puts its native one (a child
+agent loop over a snapshot of the registry, ``octos_tools.agent.spawn``) in its session's
+``ToolContext.extras["spawn_delegate"]``; any other host implements :class:`SpawnDelegate`
+and binds it with :func:`bind_spawn_delegate` (it wins over the context's). Without a
+delegate ``spawn_agent`` fails with ``not_configured``; :func:`has_spawn_delegate` says
+whether a registry (and a context) has one.
+
+Each call acts on the task supervisor of the registry running it (``ctx.registry``), the
+one ``read_task_output`` reads: the tools are shared by a registry and the registries
+derived from it (``rebind_cwd``, ``snapshot_excluding``), their agents are not.
 
 * ``send_input`` delivers the message live when the delegate implements
   :class:`SupportsLiveInput` and the agent is running (``delivery: "live"``); otherwise it
@@ -13,7 +20,12 @@ a delegate ``spawn_agent`` fails with ``not_configured``.
 * ``wait_agent {ids, timeout_ms}`` waits until every agent is finished or the time is up and
   reports each status and ``timed_out`` (success either way, as in octos).
 * ``close_agent`` cancels a running agent.
-* Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``).
+* Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``),
+  nor one at or beyond a delegate's own ``max_depth`` (``policy_denied``).
+* A sync ``spawn_agent`` or a ``delegate`` whose agent failed, was cancelled or ran out of
+  time answers a typed failure (``process_failed`` or the agent's own kind, ``cancelled``,
+  ``timeout``) with the tail of the agent's output log; ``wait_agent`` reports the same
+  ``error_kind`` and ``output_tail`` per agent.
 * ``delegate {role, task, timeout_ms}`` is Codex's alias of ``spawn_agent`` as octos
   registers it: it starts an agent through the same runner with the role's tool budget,
   waits for it, and answers with its result. A policy denying ``spawn_agent`` denies
@@ -50,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DELEGATE_ROLES",
     "MAX_SPAWN_DEPTH",
+    "SUB_AGENT_TOOLS",
     "AgentHub",
     "CloseAgentTool",
     "DelegateTool",
@@ -59,9 +72,13 @@ __all__ = [
     "SpawnDelegate",
     "SpawnRequest",
     "SupportsLiveInput",
+    "SupportsPrepare",
     "WaitAgentTool",
     "bind_spawn_delegate",
+    "failure_kind",
+    "has_spawn_delegate",
     "register",
+    "spawn_delegate_of",
 ]
 
 #: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
@@ -72,6 +89,17 @@ WAIT_DEFAULT_MS = 30_000
 WAIT_MAX_MS = 3_600_000
 #: Characters of an agent's final output shown by ``wait_agent``.
 OUTPUT_PREVIEW_CHARS = 4000
+#: Characters of a failed agent's output log shown with its failure.
+OUTPUT_TAIL_CHARS = 2000
+#: The sub-agent tools (removed together from a child registry at its depth limit).
+SUB_AGENT_TOOLS = (
+    "spawn_agent",
+    "delegate",
+    "send_input",
+    "resume_agent",
+    "wait_agent",
+    "close_agent",
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,9 @@ class SpawnRequest:
         session_key: the parent's session.
         inputs: messages recorded by ``send_input`` for a resumed run.
         args: the raw ``spawn_agent`` arguments.
+        history: the parent's conversation a ``fork_context`` child starts from, in the
+            provider's wire format (filled by a delegate's :meth:`SupportsPrepare.prepare`;
+            empty otherwise).
     """
 
     task: str
@@ -103,6 +134,7 @@ class SpawnRequest:
     session_key: str | None = None
     inputs: tuple[str, ...] = ()
     args: JSONObject = field(default_factory=dict)
+    history: tuple[JSONObject, ...] = ()
 
 
 class SpawnDelegate(Protocol):
@@ -110,12 +142,29 @@ class SpawnDelegate(Protocol):
 
     ``run`` is awaited inside a supervisor task: returning a result completes the agent
     (``success=False`` marks it failed), raising fails it, cancellation cancels it.
-    ``record.id`` is the agent id; ``supervisor.append_output(record.id, text)`` may stream
-    progress into the task log.
+    ``record.id`` is the agent id; ``record.append_output(text)`` may stream progress into
+    the task log (what ``read_task_output`` reads). A ``max_depth`` attribute (int), when
+    present, is the delegate's own nesting limit: a call at that ``ctx.spawn_depth`` or
+    deeper may not spawn.
     """
 
     async def run(self, request: SpawnRequest, record: TaskRecord) -> ToolResult:
         """Run the child agent on ``request.task`` to the end and return its final result."""
+        ...
+
+
+@runtime_checkable
+class SupportsPrepare(Protocol):
+    """A delegate that checks (and may complete) a request before its agent starts, so a
+    refusal reaches the model as the spawning call's typed failure, not as a failed task."""
+
+    async def prepare(self, request: SpawnRequest, ctx: ToolContext) -> SpawnRequest:
+        """The request to start (``request`` itself or a copy with more filled in).
+
+        Raises:
+            ToolError: the request cannot run (e.g. ``invalid_arguments`` for a model the
+                provider does not serve).
+        """
         ...
 
 
@@ -141,6 +190,12 @@ class AgentHub:
         self.delegate = delegate
         self.requests: dict[str, SpawnRequest] = {}
 
+    def supervisor_for(self, ctx: ToolContext) -> TaskSupervisor:
+        """The task supervisor of the registry running the call (``ctx.registry``), the one
+        ``read_task_output`` reads; the home registry's without one."""
+        registry = ctx.registry
+        return registry.supervisor if registry is not None else self.supervisor
+
     def delegate_for(self, ctx: ToolContext) -> SpawnDelegate | None:
         """The bound delegate, else ``ctx.extras["spawn_delegate"]``."""
         if self.delegate is not None:
@@ -159,40 +214,59 @@ class AgentHub:
             ToolError: ``policy_denied`` at the nesting limit (:data:`MAX_SPAWN_DEPTH`);
                 ``not_configured`` (``missing``) when no delegate is attached.
         """
-        if ctx.spawn_depth >= MAX_SPAWN_DEPTH:
+        delegate = self.delegate_for(ctx)
+        limit = MAX_SPAWN_DEPTH
+        own = getattr(delegate, "max_depth", None)
+        if isinstance(own, int) and not isinstance(own, bool):
+            limit = min(limit, own)
+        if ctx.spawn_depth >= limit:
             raise ToolError(
                 ErrorKind.POLICY_DENIED,
                 f"sub-agent nesting limit reached (depth {ctx.spawn_depth}, limit "
-                f"{MAX_SPAWN_DEPTH}); do the work yourself",
+                f"{limit}); do the work yourself",
             )
-        delegate = self.delegate_for(ctx)
         if delegate is None:
             raise ToolError(ErrorKind.NOT_CONFIGURED, missing)
         return delegate
 
-    def record(self, agent_id: str) -> TaskRecord:
-        """The task of ``agent_id``.
+    def record(self, ctx: ToolContext, agent_id: str) -> TaskRecord:
+        """The task of ``agent_id`` in the call's supervisor.
 
         Raises:
             ToolError: ``not_found`` for an id the supervisor does not know.
         """
-        rec = self.supervisor.get(agent_id) if agent_id in self.requests else None
+        supervisor = self.supervisor_for(ctx)
+        rec = supervisor.get(agent_id) if agent_id in self.requests else None
         if rec is None:
-            known = ", ".join(list(self.requests)[-5:]) or "none"
+            mine = [i for i in self.requests if supervisor.get(i) is not None]
+            known = ", ".join(mine[-5:]) or "none"
             raise ToolError(
                 ErrorKind.NOT_FOUND, f"unknown agent {agent_id!r} (recent agents: {known})"
             )
         return rec
 
+    async def prepare(
+        self, ctx: ToolContext, delegate: SpawnDelegate, request: SpawnRequest
+    ) -> SpawnRequest:
+        """``request`` as the delegate's :meth:`SupportsPrepare.prepare` completes it (as is
+        for a delegate without one).
+
+        Raises:
+            ToolError: the delegate refused the request.
+        """
+        if isinstance(delegate, SupportsPrepare):
+            return await delegate.prepare(request, ctx)
+        return request
+
     def start(
         self, ctx: ToolContext, delegate: SpawnDelegate, request: SpawnRequest, tool: str
     ) -> TaskRecord:
-        """Start ``request`` as a supervised task and remember it."""
+        """Start ``request`` as a task of the call's supervisor and remember it."""
 
         async def run(record: TaskRecord) -> ToolResult:
             return await delegate.run(request, record)
 
-        rec = self.supervisor.spawn(
+        rec = self.supervisor_for(ctx).spawn(
             run,
             tool_name=tool,
             tool_call_id=ctx.tool_call_id,
@@ -204,29 +278,70 @@ class AgentHub:
         return rec
 
 
+def _hub_of(registry: ToolRegistry) -> AgentHub | None:
+    hub = getattr(registry.get("spawn_agent"), "hub", None)
+    return hub if isinstance(hub, AgentHub) else None
+
+
 def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) -> bool:
-    """Attach ``delegate`` to the sub-agent tools of ``registry``.
+    """Attach ``delegate`` to the sub-agent tools of ``registry`` (and of the registries
+    derived from it, which share the tools); ``None`` detaches it.
 
     Returns:
         ``True`` when the tools were found (``spawn_agent`` is registered).
     """
-    tool = registry.get("spawn_agent")
-    hub = getattr(tool, "hub", None)
-    if not isinstance(hub, AgentHub):
+    hub = _hub_of(registry)
+    if hub is None:
         return False
     hub.delegate = delegate
     return True
 
 
+def spawn_delegate_of(registry: ToolRegistry) -> SpawnDelegate | None:
+    """The delegate bound to ``registry``'s sub-agent tools with :func:`bind_spawn_delegate`,
+    or ``None`` (also when ``spawn_agent`` is not registered)."""
+    hub = _hub_of(registry)
+    return hub.delegate if hub is not None else None
+
+
+def has_spawn_delegate(registry: ToolRegistry, ctx: ToolContext | None = None) -> bool:
+    """Whether ``spawn_agent`` of ``registry`` can start an agent for a call with ``ctx``:
+    the tool is registered and a delegate is bound to the registry or is in
+    ``ctx.extras["spawn_delegate"]`` (an :class:`~octos_tools.agent.Agent` session's).
+    Without ``ctx`` only the bound delegate counts (an MCP server has no model to run a
+    child on unless the host binds one)."""
+    hub = _hub_of(registry)
+    if hub is None:
+        return False
+    return hub.delegate_for(ctx if ctx is not None else ToolContext()) is not None
+
+
+def failure_kind(rec: TaskRecord) -> ErrorKind:
+    """The error kind of a finished agent that did not complete: ``cancelled`` when it was
+    closed, its result's own kind (``timeout``, ...) when it gave one, else
+    ``process_failed``."""
+    if rec.status is TaskStatus.CANCELLED:
+        return ErrorKind.CANCELLED
+    kind = rec.result.error_kind if rec.result is not None else None
+    return kind if kind is not None else ErrorKind.PROCESS_FAILED
+
+
 def _status(rec: TaskRecord) -> JSONObject:
+    """The agent's status as the model sees it; a terminal one is marked ``reported`` in
+    its metadata (the agent loop does not announce an agent its model has seen finish)."""
     out: JSONObject = {
         "agent_id": rec.id,
         "status": rec.status.value,
         "terminal": rec.terminal,
         "label": rec.metadata.get("label"),
     }
+    if rec.terminal:
+        rec.metadata["reported"] = True
     if rec.error:
         out["error"] = rec.error
+    if rec.terminal and rec.status is not TaskStatus.COMPLETED:
+        out["error_kind"] = failure_kind(rec).value
+        out["output_tail"] = rec.output_tail(OUTPUT_TAIL_CHARS)
     if rec.result is not None:
         text = rec.result.output
         if len(text) > OUTPUT_PREVIEW_CHARS:
@@ -267,6 +382,20 @@ def _render_items(items: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
+def _agent_failure(tool: str, rec: TaskRecord, why: str, out: JSONObject) -> ToolResult:
+    """The typed failure of a call whose agent did not complete: its kind
+    (:func:`failure_kind`), a message naming the agent, and the status (with its output
+    tail) as the text the model reads."""
+    kind = failure_kind(rec)
+    detail = f": {rec.error}" if rec.error else ""
+    return ToolResult.failure(
+        kind,
+        f"{tool}: the agent {rec.id} {why}{detail}",
+        output=_json(out),
+        metadata={"codex_tool": tool, **out},
+    )
+
+
 class _IdArgs(ToolArgs):
     """The agent id, with Codex's aliases accepted but not advertised."""
 
@@ -290,13 +419,13 @@ class _AgentTool(TypedTool):
         """Run with the validated arguments as a dict (absent fields left out)."""
         raise NotImplementedError
 
-    def _agent(self, args: JSONObject) -> TaskRecord:
+    def _agent(self, ctx: ToolContext, args: JSONObject) -> TaskRecord:
         """The task of the agent named by ``args`` (``id`` or an alias).
 
         Raises:
             ToolError: ``invalid_arguments`` without an id, ``not_found`` for an unknown one.
         """
-        return self.hub.record(_target(args, self.name))
+        return self.hub.record(ctx, _target(args, self.name))
 
     def _reply(self, out: JSONObject) -> ToolResult:
         """``out`` as compact JSON text and as metadata (with ``codex_tool``)."""
@@ -358,10 +487,21 @@ class SpawnAgentTool(_AgentTool):
             session_key=ctx.session_key,
             args=dict(args),
         )
+        request = await self.hub.prepare(ctx, delegate, request)
         rec = self.hub.start(ctx, delegate, request, self.name)
-        if args.get("mode") == "sync":
-            await self.hub.supervisor.wait([rec.id], None)
-        return self._reply(_status(rec))
+        rec.metadata["mode"] = "sync" if args.get("mode") == "sync" else "background"
+        if args.get("mode") != "sync":
+            return self._reply(_status(rec))
+        supervisor = self.hub.supervisor_for(ctx)
+        try:
+            await supervisor.wait([rec.id], None)
+        except BaseException:
+            supervisor.cancel(rec.id)  # the call was cancelled or timed out: so is its agent
+            raise
+        out = _status(rec)
+        if rec.status is TaskStatus.COMPLETED:
+            return self._reply(out)
+        return _agent_failure(self.name, rec, f"ended {rec.status.value}", out)
 
 
 class SendInputTool(_AgentTool):
@@ -380,7 +520,7 @@ class SendInputTool(_AgentTool):
         interrupt: bool | None = None
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        rec = self._agent(args)
+        rec = self._agent(ctx, args)
         message = str(args.get("message") or "")
         if args.get("items"):
             message = (message + "\n" if message else "") + _render_items(args["items"])
@@ -422,7 +562,7 @@ class ResumeAgentTool(_AgentTool):
         pass
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        rec = self._agent(args)
+        rec = self._agent(ctx, args)
         if not rec.terminal:
             out: JSONObject = {
                 "agent_id": rec.id,
@@ -434,10 +574,11 @@ class ResumeAgentTool(_AgentTool):
         if delegate is None:
             raise ToolError(ErrorKind.NOT_CONFIGURED, "no sub-agent runner is attached")
         request = self.hub.requests[rec.id]
+        new_meta = {"mode": rec.metadata.get("mode", "background")}
         pending = tuple(str(i["message"]) for i in rec.inputs if not i.get("delivered"))
         new_request = replace(request, inputs=request.inputs + pending)
         new = self.hub.start(ctx, delegate, new_request, "spawn_agent")
-        new.metadata["resumed_from"] = rec.id
+        new.metadata.update(new_meta, resumed_from=rec.id)
         out = {"agent_id": rec.id, "resumed_agent_id": new.id, "status": new.status.value}
         return self._reply(out)
 
@@ -468,7 +609,8 @@ class WaitAgentTool(_AgentTool):
         ids = list(dict.fromkeys(ids))
         timeout_ms = min(WAIT_MAX_MS, int(args.get("timeout_ms", WAIT_DEFAULT_MS)))
         known = [i for i in ids if i in self.hub.requests]
-        records, timed_out = await self.hub.supervisor.wait(known, timeout_ms / 1000)
+        supervisor = self.hub.supervisor_for(ctx)
+        records, timed_out = await supervisor.wait(known, timeout_ms / 1000)
         agents = [
             _status(records[i])
             if i in records
@@ -490,9 +632,12 @@ class CloseAgentTool(_AgentTool):
         pass
 
     async def act(self, ctx: ToolContext, args: JSONObject) -> ToolResult:
-        rec = self._agent(args)
-        if not rec.terminal and self.hub.supervisor.cancel(rec.id):
-            await self.hub.supervisor.wait([rec.id], 5.0)
+        rec = self._agent(ctx, args)
+        supervisor = self.hub.supervisor_for(ctx)
+        if not rec.terminal and supervisor.cancel(rec.id):
+            await supervisor.wait([rec.id], 5.0)
+        if rec.terminal:
+            rec.metadata["reported"] = True  # the model sees it ended: nothing to announce
         out: JSONObject = {"agent_id": rec.id, "status": rec.status.value, "closed": True}
         return self._reply(out)
 
@@ -579,9 +724,12 @@ class DelegateTool(_AgentTool):
             session_key=ctx.session_key,
             args=dict(args),
         )
+        request = await self.hub.prepare(ctx, delegate, request)
         rec = self.hub.start(ctx, delegate, request, "spawn_agent")
+        rec.metadata["mode"] = "delegate"
         timeout_ms = int(args.get("timeout_ms", DELEGATE_DEFAULT_MS))
-        records, timed_out = await self.hub.supervisor.wait([rec.id], timeout_ms / 1000)
+        supervisor = self.hub.supervisor_for(ctx)
+        records, timed_out = await supervisor.wait([rec.id], timeout_ms / 1000)
         rec = records.get(rec.id, rec)
         out: JSONObject = {
             "agent_id": rec.id,
@@ -602,10 +750,12 @@ class DelegateTool(_AgentTool):
         }
         if rec.status is TaskStatus.COMPLETED:
             return ToolResult.ok(_json(out), structured_metadata={**meta, **out})
+        out["output_tail"] = rec.output_tail(OUTPUT_TAIL_CHARS)
         if not rec.terminal:
             kind, why = ErrorKind.TIMEOUT, f"still running after {timeout_ms} ms"
         else:
-            kind, why = ErrorKind.PROCESS_FAILED, f"ended {rec.status.value}: {rec.error or ''}"
+            kind, why = failure_kind(rec), f"ended {rec.status.value}: {rec.error or ''}"
+        out["error_kind"] = kind.value
         return ToolResult.failure(
             kind,
             f"delegate: the {role} agent {rec.id} {why}".rstrip(": "),

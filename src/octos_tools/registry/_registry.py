@@ -44,6 +44,9 @@ DEFAULT_TOOL_TIMEOUT = 1800.0
 """Default per-call timeout in seconds (octos ``DEFAULT_REGISTRY_TOOL_TIMEOUT_SECS``)."""
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_FRESH_IN_CLONE = frozenset({"supervisor", "session_key"})
+"""Public attributes a derived registry does not copy (octos: a snapshot gets an empty
+task ledger and no session key)."""
 
 
 class ToolRegistry:
@@ -630,7 +633,9 @@ class ToolRegistry:
         new._context_filter = self._context_filter
         new._groups = dict(self._groups)
         new._group_descriptions = dict(self._group_descriptions)
-        new.output_dir_hint = self.output_dir_hint
+        for key, value in vars(self).items():  # every public setting, a host's or a branch's
+            if not key.startswith("_") and key not in _FRESH_IN_CLONE:
+                setattr(new, key, value)
         return new
 
     def snapshot_excluding(self, names: Iterable[str]) -> ToolRegistry:
@@ -638,8 +643,9 @@ class ToolRegistry:
         ``ToolRegistry::snapshot_excluding``, used for sub-agents).
 
         Copied: policies, groups, context filter, the default view's deferred set, LRU
-        settings and base tools (counters reset), spawn-only markers. Fresh: spec cache,
-        catalog, task supervisor, session key, listeners.
+        settings and base tools (counters reset), spawn-only markers, and every public
+        attribute (workspace, limits, ``output_dir_hint``, settings a host added). Fresh:
+        spec cache, catalog, task supervisor, session key, listeners.
         """
         excluded = set(names)
         return self._clone({n: t for n, t in self._tools.items() if n not in excluded})
