@@ -219,7 +219,9 @@ def test_half_open_flood_under_a_1024_file_limit_does_not_lock_out_a_client(
         answer = _init(served, timeout=10)
         elapsed = time.monotonic() - started
         assert answer.status_code == 200
-        assert elapsed < 1.0, f"an authenticated client waited {elapsed:.2f} s"
+        # about 0.2 s on a quiet machine; before the gate it never got an answer. The bound
+        # is loose because CI's two cores run other tests beside this one.
+        assert elapsed < 5.0, f"an authenticated client waited {elapsed:.2f} s"
         assert served.proc.poll() is None
     finally:
         for s in flood:
@@ -272,8 +274,11 @@ async def test_gate_evicts_oldest_pending_times_out_slow_loris_and_refuses_over_
             for c in clients:
                 assert (await c.post(url, json=INIT, headers=auth)).status_code == 200
             assert gate.open_connections == 12
-            extra = await anyio.to_thread.run_sync(lambda: _raw_post(port, auth))
-            assert extra.startswith(b"HTTP/1.1 503")
+            try:
+                extra = await anyio.to_thread.run_sync(lambda: _raw_post(port, auth))
+                assert extra.startswith(b"HTTP/1.1 503")
+            except ConnectionResetError:
+                pass  # the 503 was overtaken by the reset of a close with the request unread
             assert gate.refused == 1
         finally:
             for c in clients:
