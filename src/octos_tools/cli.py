@@ -57,6 +57,10 @@ app = typer.Typer(
 )
 policy_app = typer.Typer(help="Inspect tool policies.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(policy_app, name="policy")
+sandbox_app = typer.Typer(
+    help="Inspect the commands' sandbox.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(sandbox_app, name="sandbox")
 
 logger = logging.getLogger("octos_tools.cli")
 
@@ -101,7 +105,18 @@ ConfigOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 ReadOnlyOpt = Annotated[
-    bool, typer.Option("--read-only", help="Remove every tool that can modify anything.")
+    bool,
+    typer.Option(
+        "--read-only",
+        help="Remove every tool that can modify anything; commands run in the read-only sandbox.",
+    ),
+]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="Commands' sandbox: read-only, workspace-write (default) or danger-full-access.",
+    ),
 ]
 
 
@@ -171,7 +186,7 @@ def _usage_error(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
-def _load(config: Path | None, read_only: bool = False) -> Config:
+def _load(config: Path | None, read_only: bool = False, sandbox: str | None = None) -> Config:
     from .config import load_config  # pydantic: not for --version or --help
 
     try:
@@ -181,7 +196,37 @@ def _load(config: Path | None, read_only: bool = False) -> Config:
     logger.info("config: %s", config.resolve() if config is not None else "(none: defaults)")
     if read_only and not cfg.read_only:
         cfg = cfg.model_copy(update={"read_only": True})
+    if sandbox is not None:
+        from .sandbox import SandboxMode
+
+        try:
+            mode = SandboxMode.parse(sandbox)
+        except ValueError as exc:
+            _usage_error(f"--sandbox: {exc}")
+        cfg = cfg.model_copy(
+            update={"sandbox": cfg.sandbox.model_copy(update={"mode": mode.value})}
+        )
     return cfg
+
+
+def _sandbox_line(cfg: Config) -> None:
+    """One stderr line saying how commands are confined (``serve``'s start): a warning
+    when the mode cannot be enforced here (each command then answers
+    ``sandbox_unavailable``)."""
+    from .errors import ToolError
+    from .sandbox import resolve_engine, settings_from_config
+
+    box = settings_from_config(cfg, config_path=cfg.source_path)
+    try:
+        engine = resolve_engine(box)
+    except ToolError as exc:
+        _warn(f"commands will not run: {exc.message}")
+        return
+    if engine == "none":
+        _note("commands run unconfined (sandbox danger-full-access)")
+        return
+    net = "on" if box.network else "off"
+    logger.info("commands run in the %s sandbox (%s, network %s)", box.mode, engine, net)
 
 
 def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -> ToolRegistry:
@@ -276,6 +321,7 @@ def call(
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
     read_only: ReadOnlyOpt = False,
+    sandbox: SandboxOpt = None,
     exit_code: Annotated[
         bool,
         typer.Option(
@@ -292,7 +338,7 @@ def call(
     not); 1 with --exit-code when success is false; 2 usage error (bad option, config or
     workspace); 130 interrupted; 141 stdout closed early (e.g. piped into head).
     """
-    cfg = _load(config, read_only)
+    cfg = _load(config, read_only, sandbox)
     raw: str | bytes = args if args is not None else _read_stdin()
     registry = _registry(cfg, workspace, call=tool)
     # Start the configured MCP servers only when the call may be for one of their tools:
@@ -718,16 +764,96 @@ def policy_explain(
 def contract(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
+    read_only: ReadOnlyOpt = False,
+    sandbox: SandboxOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Print the coding tool contract (coding.tool_contract.v1) as JSON."""
     from .contract import build_contract
+    from .sandbox import settings_from_config
 
-    cfg = _load(config)
+    cfg = _load(config, read_only, sandbox)
     registry = _registry(cfg, workspace)
-    doc = build_contract(registry)
+    doc = build_contract(registry, sandbox=settings_from_config(cfg, config_path=cfg.source_path))
     anyio.run(registry.aclose)
     _write_stdout(json.dumps(doc, indent=2) + "\n")
+
+
+@sandbox_app.command("check")
+def sandbox_check(
+    config: ConfigOpt = None,
+    json_output: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run real probes in every mode on each engine and print what is enforced here.
+
+    Each engine runs the probes of docs/sandbox.md (15 forbidden actions, 5 allowed) as one
+    command per mode; the mode of the configuration (and the engine ``auto`` picks) comes
+    first. Exit 1 when the configured mode cannot be enforced.
+    """
+    from .errors import ToolError
+    from .sandbox import SandboxMode, engine_status, resolve_engine, settings_from_config
+    from .sandbox._probe import NOT_ENFORCED, run_check
+
+    cfg = _load(config)
+    box = settings_from_config(cfg, config_path=cfg.source_path)
+    try:
+        chosen: str | None = resolve_engine(box)
+    except ToolError as exc:
+        chosen = None
+        problem = exc.message
+    report: dict[str, Any] = {
+        "mode": str(box.mode),
+        "engine": chosen,
+        "network": box.network,
+        "engines": [],
+    }
+    lines = [
+        f"configured: {box.mode} (engine {box.engine}: "
+        + (f"{chosen})" if chosen else f"UNAVAILABLE: {problem})")
+        + f", network {'on' if box.network else 'off'}"
+    ]
+    for status in engine_status():
+        entry: dict[str, Any] = {
+            "name": status.name,
+            "usable": status.usable,
+            "detail": status.detail,
+            "fix": status.fix,
+            "modes": {},
+        }
+        lines.append(
+            f"{status.name}: {'usable' if status.usable else 'unusable'} ({status.detail})"
+        )
+        if not status.usable:
+            lines.append(f"  fix: {status.fix}")
+        else:
+            for mode in (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE):
+                results = run_check(status.name, mode)
+                bad = [r for r in results if not r.ok]
+                forbidden = [r for r in results if r.expected == "blocked"]
+                allowed = [r for r in results if r.expected == "allowed"]
+                happened = [r.name for r in forbidden if r.happened]
+                refused = [r.name for r in allowed if not r.happened]
+                entry["modes"][str(mode)] = {
+                    "forbidden_happened": happened,
+                    "allowed_refused": refused,
+                    "probes": {r.name: {"expected": r.expected, "ok": r.ok} for r in results},
+                }
+                lines.append(
+                    f"  {mode}: {len(forbidden) - len(happened)}/{len(forbidden)} forbidden "
+                    f"actions blocked, {len(allowed) - len(refused)}/{len(allowed)} allowed "
+                    f"actions work"
+                    + (f"; NOT enforced: {', '.join(r.name for r in bad)}" if bad else "")
+                )
+            for name, why in NOT_ENFORCED[status.name].items():
+                lines.append(f"  limit: {name}: {why}")
+        report["engines"].append(entry)
+    if json_output:
+        _write_stdout(json.dumps(report, indent=2) + "\n")
+    else:
+        _write_stdout("\n".join(lines) + "\n")
+    if chosen is None:
+        raise typer.Exit(1)
 
 
 @asynccontextmanager
@@ -774,6 +900,7 @@ def serve(
         typer.Option("--no-defer", help="List every tool from the start (nothing deferred)."),
     ] = False,
     read_only: ReadOnlyOpt = False,
+    sandbox: SandboxOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve the tools over MCP (stdio by default). Logs go to stderr only.
@@ -787,7 +914,7 @@ def serve(
 
     if transport not in ("stdio", "http"):
         _usage_error(f"--transport must be 'stdio' or 'http', not {transport!r}")
-    cfg = _load(config, read_only)
+    cfg = _load(config, read_only, sandbox)
     if no_defer or not cfg.serve.defer:
         cfg = cfg.model_copy(
             update={"lifecycle": cfg.lifecycle.model_copy(update={"defer": False})}
@@ -820,6 +947,7 @@ def serve(
             except ConfigError as exc:
                 _usage_error(str(exc))
     registry = _registry(cfg, workspace)
+    _sandbox_line(cfg)
     sock = None
     if transport == "http":
         try:

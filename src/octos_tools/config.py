@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ._config_io import check_values, read_config_data
 from .errors import ConfigError
@@ -44,6 +44,7 @@ __all__ = [
     "LimitsConfig",
     "McpServerConfig",
     "PolicyConfig",
+    "SandboxConfig",
     "ServeConfig",
     "ShellConfig",
     "WebConfig",
@@ -185,6 +186,11 @@ class McpServerConfig(_Model):
         defer: defer the server's tool group from the first request (its tools stay one
             call away; ``tool_search`` finds them). Unset: as ``lifecycle.defer`` (on by
             default), so mounting servers does not grow the first request.
+        sandbox: the sandbox mode of a stdio server's process (``read-only`` by default,
+            with a private writable home and temp folder so ``npx``/``uvx`` can cache;
+            see docs/sandbox.md).
+        network: the stdio server may use the network (on by default: most servers exist
+            to reach a service).
     """
 
     command: str | None = None
@@ -197,6 +203,8 @@ class McpServerConfig(_Model):
     startup_timeout_secs: float = Field(30.0, gt=0, le=600)
     defer: bool | None = None
     max_reply_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "read-only"
+    network: bool = True
 
     @field_validator("url")
     @classmethod
@@ -282,6 +290,41 @@ class ImageConfig(_Model):
     max_file_bytes: int = Field(50_000_000, ge=1024, le=1_000_000_000)
 
 
+class SandboxConfig(_Model):
+    """``[sandbox]``: how commands are confined (see docs/sandbox.md).
+
+    Attributes:
+        mode: ``read-only`` | ``workspace-write`` | ``danger-full-access`` (Codex's names).
+        engine: ``auto`` (bubblewrap when it runs here, else Landlock) | ``bubblewrap`` |
+            ``landlock``.
+        network: commands may use the network (always off when the policy denies the web).
+        writable_roots: more folders commands may write (absolute, ``~`` expanded).
+        deny_read: more paths commands may not read (absolute or relative to the home).
+    """
+
+    mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    engine: Literal["auto", "bubblewrap", "landlock"] = "auto"
+    network: bool = False
+    writable_roots: list[str] = Field(default_factory=list)
+    deny_read: list[str] = Field(default_factory=list)
+
+    @field_validator("writable_roots")
+    @classmethod
+    def _absolute(cls, v: list[str]) -> list[str]:
+        for root in v:
+            if not os.path.isabs(os.path.expanduser(root)):
+                raise ValueError(f"writable root {root!r} is not an absolute path")
+        return v
+
+    @field_validator("deny_read")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not path or path != path.strip():
+                raise ValueError(f"deny_read entry {path!r} is empty or has surrounding spaces")
+        return v
+
+
 # ---------------------------------------------------------------- serve (MCP server)
 # Added by the mcp engineer (issue 11): settings of ``octos-tools serve`` only.
 
@@ -319,7 +362,8 @@ class Config(_Model):
     Attributes:
         workspace: the workspace root; relative paths are taken from the config file's
             folder. ``None``: the ``--workspace`` flag or the current directory.
-        read_only: remove every Exclusive tool (the ``--read-only`` preset).
+        read_only: the ``--read-only`` preset: remove every Exclusive tool but the commands,
+            which run in the ``read-only`` sandbox.
         tool_policy: the hard policy (``apply_policy``: removes tools).
         tool_policy_by_provider: soft policies by exact model id or provider name.
         provider / model: which entry of ``tool_policy_by_provider`` applies.
@@ -331,6 +375,7 @@ class Config(_Model):
         plugins: entry points of the ``octos_tools.tools`` group to load, by name, or
             ``["*"]`` for every installed one (see :mod:`octos_tools.plugins`).
         serve: settings of ``octos-tools serve`` (:class:`ServeConfig`).
+        sandbox: how commands are confined (:class:`SandboxConfig`).
     """
 
     workspace: str | None = None
@@ -351,6 +396,22 @@ class Config(_Model):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     plugins: list[str] = Field(default_factory=list)
     serve: ServeConfig = Field(default_factory=ServeConfig)  # type: ignore[arg-type]
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)  # type: ignore[arg-type]
+    _source: str | None = PrivateAttr(None)
+
+    @property
+    def source_path(self) -> str | None:
+        """The file this configuration was read from (``None``: built in code)."""
+        return self._source
+
+    def __eq__(self, other: object) -> bool:
+        # the values decide; where they were read from does not (a JSON and a TOML file
+        # with the same values are equal)
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = _Model.__hash__
 
     @field_validator("workspace")
     @classmethod
@@ -490,4 +551,5 @@ def load_config(path: str | os.PathLike[str] | None) -> Config:
         except (OSError, RuntimeError) as exc:
             raise ConfigError(f"invalid configuration in {p}: workspace: {exc}") from None
         config = config.model_copy(update={"workspace": ws})
+    config._source = str(p.absolute())
     return config

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
+    from .sandbox import SandboxSettings
 
 __all__ = [
     "CONTRACT_ID",
@@ -179,14 +180,19 @@ def _required_entry(registry: ToolRegistry, req: RequiredTool) -> dict[str, Any]
 def build_contract(
     registry: ToolRegistry,
     *,
-    sandbox_mode: str = "workspace-write",
+    sandbox_mode: str | None = None,
     approval_policy: str = "on-request",
+    sandbox: SandboxSettings | None = None,
 ) -> dict[str, Any]:
     """The ``coding.tool_contract.v1`` document for a live registry.
 
     Args:
         registry: the registry whose tools, policies and deferrals are inspected.
-        sandbox_mode: the ``policy.sandbox_mode`` to report.
+        sandbox_mode: the ``policy.sandbox_mode`` to report (default: that of ``sandbox``).
+        sandbox: the commands' sandbox settings (default: those of the registry's
+            ``exec_command``, else the defaults); the
+            policy also reports the engine that enforces them here (``null`` when none
+            can: commands answer ``sandbox_unavailable``) and whether the network is on.
         approval_policy: the ``policy.approval_policy`` to report.
 
     Returns:
@@ -199,6 +205,17 @@ def build_contract(
     Source: octos ``crates/octos-cli/src/api/coding_tool_contract.rs``
     (https://github.com/octos-org/octos).
     """
+    from .errors import ToolError
+    from .sandbox import SandboxSettings, resolve_engine
+
+    if sandbox is None:
+        found = getattr(registry.get("exec_command"), "sandbox", None)
+        sandbox = found if isinstance(found, SandboxSettings) else SandboxSettings()
+    box = sandbox
+    try:
+        engine: str | None = resolve_engine(box)
+    except ToolError:
+        engine = None
     required = [_required_entry(registry, req) for req in P0_TOOLS]
     not_ready = [
         e["name"] for e in required if e["status"] not in ("available", "aliased", "deferred")
@@ -254,7 +271,9 @@ def build_contract(
         "error_kinds": list(CONTRACT_ERROR_KINDS),
         "policy": {
             "tool_policy_id": POLICY_ID,
-            "sandbox_mode": sandbox_mode,
+            "sandbox_mode": sandbox_mode or str(box.mode),
+            "sandbox_engine": engine,
+            "sandbox_network": box.network or not box.confined,
             "approval_policy": approval_policy,
         },
     }

@@ -86,6 +86,9 @@ class ErrorKind(str, Enum):
     """The file system or the user's quota is full (ENOSPC / EDQUOT); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"
     """A file is not in a media format the tool reads (``view_image`` of a non-image)."""
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    """A command should run in a sandbox mode that nothing on this machine can enforce; it
+    was not run (the message names the cause and the fix: ``octos-tools sandbox check``)."""
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

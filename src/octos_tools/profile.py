@@ -65,13 +65,21 @@ elicitation)."""
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
     """A policy denying every tool of ``registry`` that may write (the ``--read-only``
-    preset): every Exclusive tool, and every tool that is not a built-in unless it declares
-    ``declares_read_only`` (``@tool(read_only=True)``): a plugin's plain ``@tool`` is Safe
-    by default, which says it may run beside others, not that it writes nothing."""
+    preset): every Exclusive tool except the command tools (they stay, and run in the
+    ``read-only`` sandbox: :func:`octos_tools.sandbox.settings_from_config`; a machine that
+    cannot enforce it answers ``sandbox_unavailable`` instead of running them), and every
+    tool that is not a built-in unless it declares ``declares_read_only``
+    (``@tool(read_only=True)``): a plugin's plain ``@tool`` is Safe by default, which says it
+    may run beside others, not that it writes nothing."""
+    from .sandbox import SandboxMode, SandboxSettings
+
+    def confined(tool: object) -> bool:
+        box = getattr(tool, "sandbox", None)
+        return isinstance(box, SandboxSettings) and box.mode is SandboxMode.READ_ONLY
 
     def may_write(tool: Tool) -> bool:
         if tool.concurrency_class is ConcurrencyClass.EXCLUSIVE:
-            return True
+            return not confined(tool)
         if type(tool).__module__.startswith("octos_tools.builtins."):
             return False
         return not getattr(tool, "declares_read_only", False)

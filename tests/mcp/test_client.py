@@ -198,9 +198,7 @@ async def test_policy_applies_to_mounted_tools(tmp_path: Path, server_script: Pa
 
 
 @pytest.mark.anyio
-async def test_deferred_read_only_and_broken_servers(
-    tmp_path: Path, server_script: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_script: Path) -> None:
     from octos_tools.mcp import mounts as mounts_module
 
     config = Config.from_mapping(
@@ -216,15 +214,27 @@ async def test_deferred_read_only_and_broken_servers(
             },
         }
     )
-    # --read-only: a readOnlyHint is the server's claim; with nothing confining the server
-    # (no read-only sandbox) no mounted tool is kept.
-    unconfined = _registry(config, tmp_path)
-    async with mount_mcp_servers(unconfined, config) as mounts:
+    # --read-only: a readOnlyHint is the server's claim; a server outside the read-only
+    # sandbox (danger-full-access) keeps no mounted tool.
+    loose = Config.from_mapping(
+        {
+            "read_only": True,
+            "mcp_servers": {
+                "fx": {
+                    "command": sys.executable,
+                    "args": [str(server_script)],
+                    "sandbox": "danger-full-access",
+                }
+            },
+        }
+    )
+    unconfined = _registry(loose, tmp_path)
+    async with mount_mcp_servers(unconfined, loose) as mounts:
         assert mounts.tools["fx"] == []
         assert "fx__measure" not in unconfined
-    assert not mounts_module.server_is_read_only(config.mcp_servers["fx"])
-    # Where the server runs confined read-only (the sandbox seam), the hint counts.
-    monkeypatch.setattr(mounts_module, "server_is_read_only", lambda cfg: cfg is not None)
+    assert not mounts_module.server_is_read_only(loose.mcp_servers["fx"])
+    # Under the read-only sandbox (the default) the hint counts.
+    assert mounts_module.server_is_read_only(config.mcp_servers["fx"])
     registry = _registry(config, tmp_path)
     async with mount_mcp_servers(registry, config) as mounts:
         # The broken server is reported and skipped; the host keeps going.
@@ -339,3 +349,77 @@ async def test_mounted_servers_follow_lifecycle_defer_unless_their_entry_says(
         names = mounts.tools["fx"]
         assert names
         assert all(registry.is_deferred(n) for n in names) is expect_deferred
+
+
+SANDBOXED = textwrap.dedent(
+    '''
+    import os
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("boxed")
+
+    @server.tool()
+    def write(path: str) -> str:
+        """Try to write a file."""
+        try:
+            with open(os.path.expanduser(path), "w") as fh:
+                fh.write("x")
+        except OSError as exc:
+            return f"refused: {exc.strerror}"
+        return "written"
+
+    @server.tool()
+    def read(path: str) -> str:
+        """Try to read a file."""
+        try:
+            with open(os.path.expanduser(path)) as fh:
+                return "read: " + fh.read()
+        except OSError as exc:
+            return f"refused: {exc.strerror}"
+
+    server.run()
+    '''
+)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("engine", ["bubblewrap", "landlock"])
+async def test_mounted_stdio_server_runs_in_its_own_sandbox(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Default ``sandbox = "read-only"``: the workspace is read-only to it, its private
+    home and temp folder are writable, a credential store is unreadable."""
+    from octos_tools.sandbox import engine_status
+
+    if engine not in {s.name for s in engine_status() if s.usable}:
+        pytest.skip(f"{engine} cannot run here")
+    from octos_tools.sandbox import _spawn
+
+    real_wrap = _spawn.Sandbox.wrap_server
+
+    def forced(self: Any, *args: Any, **kw: Any) -> Any:
+        import dataclasses
+
+        box = _spawn.sandbox_for(dataclasses.replace(self.settings, engine=engine))
+        return real_wrap(box, *args, **kw)
+
+    monkeypatch.setattr(_spawn.Sandbox, "wrap_server", forced)
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("SECRET-AWS")
+    monkeypatch.setenv("HOME", str(home))
+    script = tmp_path / "boxed.py"
+    script.write_text(SANDBOXED)
+    config = Config.from_mapping(
+        {"mcp_servers": {"bx": {"command": sys.executable, "args": [str(script)], "defer": False}}}
+    )
+    registry = _registry(config, tmp_path)
+    ws = tmp_path / "ws"
+    async with mount_mcp_servers(registry, config) as mounts:
+        assert mounts.failures == {}
+        denied = await registry.execute("bx__write", {"path": str(ws / "x.txt")})
+        assert "refused" in denied.output and not (ws / "x.txt").exists()
+        cached = await registry.execute("bx__write", {"path": "~/cache-file"})
+        assert "written" in cached.output and not (home / "cache-file").exists()
+        secret = await registry.execute("bx__read", {"path": str(home / ".aws/credentials")})
+        assert "SECRET-AWS" not in secret.output

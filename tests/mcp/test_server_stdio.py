@@ -177,9 +177,9 @@ async def test_stdio_legacy_handshake_gets_list_changed_pushed(
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed is True
         names = {t.name for t in (await client.list_tools()).tools}
-        # --read-only removes every Exclusive tool.
-        assert "read_file" in names
-        assert not names & {"edit_file", "apply_patch", "write_file", "shell"}
+        # --read-only removes every Exclusive tool but the commands (read-only sandbox).
+        assert "read_file" in names and "exec_command" in names
+        assert not names & {"edit_file", "apply_patch", "write_file"}
         refused = await client.call_tool(
             "edit_file", {"path": "a", "old_string": "b", "new_string": "c"}
         )

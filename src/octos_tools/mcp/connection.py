@@ -12,6 +12,7 @@ The server's ``notifications/tools/list_changed`` (2025 handshake servers) and i
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -49,6 +50,32 @@ class _Generation:
     scope: anyio.CancelScope | None = None
     error: BaseException | None = None
     broken: bool = False
+
+
+def _sandboxed(
+    cfg: McpServerConfig, cwd: str | None, workspace: str | None
+) -> tuple[list[str], dict[str, str]]:
+    """The stdio server's command line and extra environment in its own sandbox
+    (``[mcp_servers.NAME] sandbox``, default ``read-only`` with a private writable home and
+    temp folder; ``network`` default on; credential stores unreadable: docs/sandbox.md).
+
+    Raises:
+        ToolError: ``sandbox_unavailable`` when the mode cannot be enforced here.
+    """
+    from ..sandbox import SandboxMode, SandboxSettings, wrap_server
+
+    assert cfg.command is not None
+    argv = [cfg.command, *cfg.args]
+    mode = SandboxMode(cfg.sandbox)
+    if mode is SandboxMode.DANGER_FULL_ACCESS:
+        return argv, dict(cfg.env)
+    import shutil
+
+    program = shutil.which(cfg.command) or cfg.command
+    settings = SandboxSettings(mode=mode, network=cfg.network, private_home=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **cfg.env}
+    out, env = wrap_server([program, *cfg.args], cwd or os.getcwd(), env, settings, workspace)
+    return out, env
 
 
 class McpConnection:
@@ -103,11 +130,9 @@ class McpConnection:
             assert cfg.command is not None
             from .stdio_client import CappedStdioTransport, ReplyCap
 
+            argv, env = _sandboxed(cfg, cfg.cwd or self.cwd, self.cwd)
             params = StdioServerParameters(
-                command=cfg.command,
-                args=list(cfg.args),
-                env=dict(cfg.env) or None,
-                cwd=cfg.cwd or self.cwd,
+                command=argv[0], args=argv[1:], env=env or None, cwd=cfg.cwd or self.cwd
             )
             # our reader: linear in the reply, capped at max_reply_bytes
             self._cap = ReplyCap(cfg.max_reply_bytes)

@@ -48,10 +48,9 @@ if TYPE_CHECKING:
 
 def server_is_read_only(config: McpServerConfig | None) -> bool:
     """Whether the mounted server ``config`` runs where it cannot write: a stdio server under
-    the read-only sandbox (``[mcp_servers.NAME] sandbox = "read-only"``, added by the sandbox
-    engine). Until that setting exists nothing can confine a server, so ``False``: under
-    ``--read-only`` no mounted tool is kept, whatever its ``readOnlyHint`` says.
-    (This is the seam where the sandbox's mode is read.)"""
+    the read-only sandbox (``[mcp_servers.NAME] sandbox = "read-only"``, the default). An
+    HTTP server, or one in another mode, is not confined: under ``--read-only`` none of its
+    tools is kept, whatever its ``readOnlyHint`` says."""
     if config is None or config.url is not None:
         return False
     return getattr(config, "sandbox", None) == "read-only"

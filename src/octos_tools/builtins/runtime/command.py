@@ -18,7 +18,9 @@ survives:
 A command that *exits* by itself may leave background children (``server &``; case BC-23
 requires the call to return then). With a cgroup they are tracked and killed when the
 session of tools ends (:meth:`RunningCommand.reap_leftovers` via the session manager);
-without one they are re-parented to init and keep running.
+without one, those still in the command's process group are (a child that calls
+``setsid`` leaves it and is not found). In the bubblewrap sandbox they end with the
+command's pid namespace, when its shell exits.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ import contextlib
 import fcntl
 import os
 import signal
+import subprocess
 import termios
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ...errors import ErrorKind, ToolError
+from ...sandbox import SandboxMode, SandboxSettings, SandboxSpawn, wrap_command
 from .capture import OutputCapture
 from .cgroup import CommandCgroup
 from .environment import protect_host_environment
@@ -57,8 +61,12 @@ DRAIN_GRACE_SECS = 0.25
 _CGROUP_EMPTY_SECS = 5.0
 
 
-def _preexec(cgroup: CommandCgroup | None, tty: bool) -> Callable[[], None] | None:
-    if cgroup is None and PRCTL is None and not tty:
+def _preexec(
+    cgroup: CommandCgroup | None, tty: bool, confine: Callable[[], None] | None = None
+) -> Callable[[], None] | None:
+    """The child's set-up before ``exec``: join the cgroup, become a subreaper, take the
+    terminal, then (last: it forbids writing the cgroup) ``confine`` (the Landlock engine)."""
+    if cgroup is None and PRCTL is None and not tty and confine is None:
         return None
 
     def run() -> None:  # pragma: no cover - runs in the child
@@ -68,6 +76,8 @@ def _preexec(cgroup: CommandCgroup | None, tty: bool) -> Callable[[], None] | No
         if tty:
             with contextlib.suppress(OSError):
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        if confine is not None:
+            confine()
 
     return run
 
@@ -94,6 +104,10 @@ class RunningCommand:
         self._eof = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self.killed_by: str | None = None
+        #: the sandbox the command runs in (mode, engine, network), for the blocked note
+        self.sandbox_mode = SandboxMode.DANGER_FULL_ACCESS
+        self.sandbox_engine = "none"
+        self.sandbox_network = True
 
     @classmethod
     async def start(
@@ -105,8 +119,10 @@ class RunningCommand:
         capture: OutputCapture,
         tty: bool = False,
         stdin: bool = False,
+        sandbox: SandboxSettings | None = None,
+        workspace: Path | None = None,
     ) -> RunningCommand:
-        """Spawn ``sh -c command``.
+        """Spawn ``sh -c command``, in ``sandbox`` when given (:mod:`octos_tools.sandbox`).
 
         Args:
             command: the command line.
@@ -115,13 +131,34 @@ class RunningCommand:
             capture: the output capture (stdout and stderr together).
             tty: run on a pseudo-terminal (stdin, stdout and stderr are its slave side).
             stdin: give the command a stdin pipe (ignored with ``tty``); else ``/dev/null``.
+            sandbox: the sandbox settings (``None``: unconfined, danger-full-access).
+            workspace: the workspace root (writable in ``workspace-write``).
 
         Raises:
-            ToolError: ``process_failed`` when the shell cannot be started.
+            ToolError: ``process_failed`` when the shell cannot be started;
+                ``sandbox_unavailable`` when the sandbox cannot be enforced here.
         """
         protect_host_environment()
+        argv = ["/bin/sh", "-c", command]
+        spawn = (
+            wrap_command(argv, cwd, env, sandbox, workspace)
+            if sandbox is not None
+            else SandboxSpawn(argv, dict(env))
+        )
+        try:
+            return await cls._spawn(spawn, cwd=cwd, capture=capture, tty=tty, stdin=stdin)
+        finally:
+            spawn.close()
+
+    @classmethod
+    async def _spawn(
+        cls, spawn: SandboxSpawn, *, cwd: Path, capture: OutputCapture, tty: bool, stdin: bool
+    ) -> RunningCommand:
         self = cls(capture)
         self.tty = tty
+        self.sandbox_mode = spawn.mode
+        self.sandbox_engine = spawn.engine
+        self.sandbox_network = spawn.network
         self.cgroup = CommandCgroup.create()
         child_fds: list[int] = []
         try:
@@ -149,17 +186,26 @@ class RunningCommand:
                 if fd >= 0:
                     os.set_inheritable(fd, False)
             self.proc = await asyncio.create_subprocess_exec(
-                "/bin/sh",
-                "-c",
-                command,
+                spawn.argv[0],
+                *spawn.argv[1:],
                 stdin=stdin_arg,
                 stdout=out_arg,
                 stderr=out_arg,
                 cwd=str(cwd),
-                env=dict(env),
+                env=spawn.env,
                 start_new_session=True,
-                preexec_fn=_preexec(self.cgroup, tty),
+                pass_fds=spawn.pass_fds,
+                preexec_fn=_preexec(self.cgroup, tty, spawn.preexec),
             )
+        except subprocess.SubprocessError as exc:  # the sandbox's set-up failed in the child
+            self._close_fds()
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            raise ToolError(
+                ErrorKind.SANDBOX_UNAVAILABLE,
+                f"the {spawn.mode} sandbox ({spawn.engine}) could not be applied, so the "
+                f"command was not run ({exc}); see octos-tools sandbox check",
+            ) from None
         except OSError as exc:
             self._close_fds()
             if self.cgroup is not None:
@@ -270,18 +316,35 @@ class RunningCommand:
         """After a normal exit: remove the cgroup if it is empty.
 
         Returns:
-            ``True`` when background processes of the command still run in its cgroup
-            (the caller keeps the command to :meth:`reap_leftovers` later).
+            ``True`` when background processes of the command still run in its cgroup (or,
+            without one, its process group): the caller keeps the command to
+            :meth:`reap_leftovers` later.
         """
         if self.cgroup is None:
-            return False
+            # without a cgroup: background children stay in the shell's process group
+            # (``server &``); one signal-0 probe tells whether any is still alive (a pid is
+            # never reused while it names a live group)
+            try:
+                os.killpg(self.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
         if self.cgroup.remove():
             self.cgroup = None
             return False
         return True
 
     async def reap_leftovers(self) -> None:
-        """Kill what a command that exited left running in its cgroup."""
+        """Kill what a command that exited left running in its cgroup, or (without one) in
+        its process group: SIGTERM, :data:`KILL_GRACE_SECS`, then freeze and kill."""
+        if self.cgroup is None and self.proc is not None and self.proc.returncode is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + KILL_GRACE_SECS
+            while time.monotonic() < deadline and self.release():
+                await asyncio.sleep(0.02)
+            freeze_and_kill(None, self.pid)
+            return
         await self.kill("session closed")
 
     async def write(self, data: bytes) -> None:
@@ -382,6 +445,8 @@ async def run_to_completion(
     env: Mapping[str, str],
     capture: OutputCapture,
     timeout: float,
+    sandbox: SandboxSettings | None = None,
+    workspace: Path | None = None,
 ) -> tuple[RunningCommand, bool]:
     """Start ``command`` and wait up to ``timeout`` seconds for it; on timeout, or if the
     caller is cancelled, its whole process tree is killed (see :meth:`RunningCommand.kill`).
@@ -389,12 +454,15 @@ async def run_to_completion(
     Returns:
         ``(proc, exited)``: ``exited`` is ``False`` when the command was killed at its
         timeout. After a normal exit the caller decides what to do with background
-        children still running (:meth:`RunningCommand.release`).
+        children still running (:meth:`RunningCommand.release`). ``sandbox`` and
+        ``workspace``: as :meth:`RunningCommand.start`.
 
     Raises:
         ToolError: when the command cannot be started.
     """
-    proc = await RunningCommand.start(command, cwd=cwd, env=env, capture=capture)
+    proc = await RunningCommand.start(
+        command, cwd=cwd, env=env, capture=capture, sandbox=sandbox, workspace=workspace
+    )
     try:
         exited = await proc.wait_exit(timeout)
         if not exited:

@@ -20,10 +20,23 @@ from __future__ import annotations
 import signal
 
 from ...errors import ErrorKind
+from ...sandbox import blocked_note
 from ...tool import JSONObject, ToolResult
 from .command import RunningCommand
 
-__all__ = ["completion_result", "exit_text", "seconds"]
+__all__ = ["completion_result", "exit_text", "sandbox_note", "seconds"]
+
+
+def sandbox_note(proc: RunningCommand, text: str, code: int | None) -> str | None:
+    """The line saying the sandbox probably blocked ``proc`` (:func:`~octos_tools.sandbox.
+    blocked_note`), or ``None``."""
+    return blocked_note(
+        text,
+        code,
+        mode=proc.sandbox_mode,
+        engine=proc.sandbox_engine,
+        network=proc.sandbox_network,
+    )
 
 
 def seconds(value: float) -> str:
@@ -73,6 +86,10 @@ def completion_result(
         **(extra_meta or {}),
     }
     body = f"Wall time: {elapsed:.1f} seconds\nOutput:\n{text}"
+    note = sandbox_note(proc, text, code) if exited else None
+    if note:
+        meta["sandbox_note"] = note
+        body += f"\n{note}"
     if not exited:
         message = (
             f"command timed out after {seconds(timeout)} and was killed with everything it "

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ErrorKind, ToolError
+from ...sandbox import SandboxSettings
 from ...tool import JSONObject, ToolResult
 from .capture import OutputCapture
 from .command import RunningCommand
 from .environment import command_env
-from .results import exit_text, seconds
+from .results import exit_text, sandbox_note, seconds
 
 __all__ = ["ExecSession", "SessionManager", "session_result"]
 
@@ -137,9 +138,12 @@ class SessionManager:
         tty: bool,
         buffer_bytes: int,
         owner: object | None = None,
+        sandbox: SandboxSettings | None = None,
+        workspace: Path | None = None,
     ) -> ExecSession:
         """Start a command as a new session (closing the oldest idle one when full), owned
-        by host session ``owner`` (``None``: no host session).
+        by host session ``owner`` (``None``: no host session), in ``sandbox`` (the
+        session keeps it: what ``write_stdin`` types runs confined the same way).
 
         Raises:
             ToolError: ``unavailable`` when closed or every session is busy;
@@ -171,6 +175,8 @@ class SessionManager:
             capture=OutputCapture(buffer_bytes),
             tty=tty,
             stdin=True,
+            sandbox=sandbox,
+            workspace=workspace,
         )
         self._counter += 1
         now = time.monotonic()
@@ -260,6 +266,10 @@ def session_result(
         return ToolResult.failure(
             ErrorKind.TIMEOUT, message, output=f"Error [timeout]: {message}\n{body}", metadata=meta
         )
+    note = sandbox_note(session.proc, text, code)
+    if note:
+        meta["sandbox_note"] = note
+        body += f"\n{note}"
     return ToolResult.ok(
         f"Process exited with code {exit_text(code)}\n{body}", structured_metadata=meta
     )

@@ -3,11 +3,11 @@
 Each command runs as ``sh -c CMD`` in the workspace (or a ``workdir`` inside it) with
 ``stdin`` closed (sessions get a pipe or a pseudo-terminal), the environment of
 :mod:`.environment`, ended as :mod:`.command` says, its text built by :mod:`.capture` and
-:mod:`.results`. Commands run with the host user's full rights: they can read, write and
-delete outside the workspace, and ``workdir`` is only the folder they start in; the
-:mod:`.safe_policy` is a guard rail, not a sandbox. Confinement needs an OS sandbox
-(container, bubblewrap, a separate user) around the host, or the tool policy denying
-``group:runtime``.
+:mod:`.results`, confined by the tool's sandbox (:mod:`octos_tools.sandbox`: the mode of
+``[sandbox]``, ``--sandbox`` or ``read_only``; ``workspace-write`` by default). A command
+the sandbox blocks is not a tool error: its output and exit code come back with one line
+naming the rule (:func:`octos_tools.sandbox.blocked_note`). The :mod:`.safe_policy` is a
+guard rail against slips on top of it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ...config import ShellConfig
 from ...context import ApprovalRequest, ToolContext
 from ...errors import ErrorKind, ToolError
+from ...sandbox import SandboxSettings
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
@@ -101,6 +102,7 @@ class _CommandTool(WorkspaceTool):
         workspace: Workspace | None,
         config: ShellConfig,
         sessions: SessionManager | None = None,
+        sandbox: SandboxSettings | None = None,
     ) -> None:
         super().__init__(workspace)
         self.config = config
@@ -109,6 +111,13 @@ class _CommandTool(WorkspaceTool):
             if sessions is not None
             else SessionManager(config.max_sessions, config.max_sessions_per_client)
         )
+        self.sandbox = sandbox
+
+    def sandbox_for_call(self, ctx: ToolContext | None) -> SandboxSettings | None:
+        """The sandbox a call's command runs in: ``ctx.sandbox`` when the host set one for
+        the call (an approved escalation runs ``danger-full-access``), else the tool's."""
+        override = getattr(ctx, "sandbox", None)
+        return override if isinstance(override, SandboxSettings) else self.sandbox
 
     def _cwd(self, ctx: ToolContext | None, workdir: str | None) -> Path:
         ws = self.workspace_for(ctx)
@@ -177,12 +186,19 @@ class _CommandTool(WorkspaceTool):
         timeout: float,
         limit: int,
         extra_meta: JSONObject | None = None,
+        ctx: ToolContext | None = None,
     ) -> ToolResult:
         """Run ``command`` to completion (or its timeout) and build the result."""
         capture = OutputCapture(limit)
         started = time.monotonic()
         proc, exited = await run_to_completion(
-            command, cwd=cwd, env=command_env(), capture=capture, timeout=timeout
+            command,
+            cwd=cwd,
+            env=command_env(),
+            capture=capture,
+            timeout=timeout,
+            sandbox=self.sandbox_for_call(ctx),
+            workspace=Path(self.workspace_for(ctx).root),
         )
         if exited:
             self.sessions.keep_leftovers(proc)
@@ -226,7 +242,7 @@ class ShellTool(_CommandTool):
         cwd = self._cwd(ctx, None)
         await self._check_policy(ctx, args.command)
         limit = self.config.max_output_bytes - _HEADER_ROOM
-        return await self._run(args.command, cwd, timeout, limit)
+        return await self._run(args.command, cwd, timeout, limit, ctx=ctx)
 
 
 class ExecCommandTool(_CommandTool):
@@ -268,7 +284,7 @@ class ExecCommandTool(_CommandTool):
         limit = _output_limit(args.max_output_tokens, cap)
         await self._check_policy(ctx, command)
         if not args.tty and args.yield_time_ms is None:
-            return await self._run(command, cwd, timeout, limit, {"codex_tool": self.name})
+            return await self._run(command, cwd, timeout, limit, {"codex_tool": self.name}, ctx)
         wait_ms = EXEC_DEFAULT_YIELD_MS if args.yield_time_ms is None else args.yield_time_ms
         session = await self.sessions.start(
             command,
@@ -277,6 +293,8 @@ class ExecCommandTool(_CommandTool):
             tty=args.tty,
             buffer_bytes=self.config.max_output_bytes,
             owner=_owner(ctx),
+            sandbox=self.sandbox_for_call(ctx),
+            workspace=Path(self.workspace_for(ctx).root),
         )
         with session.in_use():
             try:
@@ -366,5 +384,10 @@ class BashTool(_CommandTool):
         limit = self.config.max_output_bytes - _HEADER_ROOM
         await self._check_policy(ctx, command)
         return await self._run(
-            command, cwd, timeout, limit, {"codex_tool": "bash", "octos_tool": "exec_command"}
+            command,
+            cwd,
+            timeout,
+            limit,
+            {"codex_tool": "bash", "octos_tool": "exec_command"},
+            ctx,
         )

@@ -1,0 +1,153 @@
+"""Sandboxes for commands and mounted servers (issue 20): Codex's modes, two engines.
+
+Public surface:
+
+* :class:`SandboxMode`: ``read-only`` | ``workspace-write`` | ``danger-full-access``;
+* :class:`SandboxSettings`: ``[sandbox]`` resolved (mode, engine, network, writable roots,
+  unreadable and read-only paths); :func:`settings_from_config` builds it from a
+  :class:`~octos_tools.config.Config` (``read_only = true`` and a denied web included);
+* :func:`wrap_command`: ``(argv, cwd, env, settings, workspace)`` -> :class:`SandboxSpawn`
+  (what to start), or ``sandbox_unavailable``;
+* :func:`blocked_note`: the line that tells the model a rule blocked its command;
+* :func:`engine_status`, :func:`resolve_engine`: what this machine can enforce.
+
+Private modules, one job each: :mod:`._settings` (modes), :mod:`._protected` (paths that
+stay unreadable or read-only), :mod:`._bubblewrap` and :mod:`._landlock` (the engines),
+:mod:`._seccomp` (the filter), :mod:`._detect` (which engine runs here), :mod:`._spawn`
+(putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``).
+docs/sandbox.md explains what each mode blocks and the limits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ._detect import EngineStatus, bubblewrap_status, landlock_status
+from ._notes import blocked_note
+from ._settings import ENGINES, SandboxMode, SandboxSettings
+from ._spawn import Sandbox, SandboxSpawn, resolve_engine, sandbox_for
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = [
+    "ENGINES",
+    "EngineStatus",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxSettings",
+    "SandboxSpawn",
+    "blocked_note",
+    "engine_status",
+    "resolve_engine",
+    "sandbox_for",
+    "settings_from_config",
+    "web_denied",
+    "wrap_command",
+    "wrap_server",
+]
+
+
+def engine_status() -> list[EngineStatus]:
+    """Both engines' status on this machine (measured once per process)."""
+    return [bubblewrap_status(), landlock_status()]
+
+
+def web_denied(config: Config) -> bool:
+    """The hard policy denies the web (``group:web``, ``web_fetch`` or a wildcard that
+    matches it): commands then get no network either."""
+    policy = config.tool_policy.to_policy()
+    return not policy.is_allowed("web_fetch")
+
+
+def settings_from_config(
+    config: Config,
+    *,
+    mode: SandboxMode | str | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+) -> SandboxSettings:
+    """The commands' sandbox for ``config``.
+
+    * the mode: ``mode`` (``--sandbox``) or ``[sandbox] mode``; ``read_only = true`` makes
+      it at most ``read-only`` (commands run read-only instead of being removed);
+    * the network: ``[sandbox] network``, and always off when the policy denies the web;
+    * the server's own files: its config file (``config_path``) read-only, its MCP token
+      file (``serve.auth_token_file``) and state folder unreadable.
+
+    Raises:
+        ValueError: ``mode`` is not a mode name.
+    """
+    section = config.sandbox
+    chosen = SandboxMode.parse(str(mode)) if mode is not None else SandboxMode(section.mode)
+    reason = "--sandbox" if mode is not None else "config"
+    if config.read_only:
+        strict = chosen.at_most(SandboxMode.READ_ONLY)
+        if strict is not chosen:
+            chosen, reason = strict, "read_only"
+    secrets: list[str] = []
+    if config.serve.auth_token_file:
+        secrets.append(os.path.abspath(os.path.expanduser(config.serve.auth_token_file)))
+    return SandboxSettings(
+        mode=chosen,
+        engine=section.engine,
+        network=section.network and not web_denied(config),
+        writable_roots=tuple(section.writable_roots),
+        deny_read=tuple(section.deny_read),
+        read_only_paths=(os.path.abspath(config_path),) if config_path else (),
+        secret_paths=tuple(secrets),
+        reason=reason,
+    )
+
+
+def wrap_command(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    settings: SandboxSettings,
+    workspace: str | os.PathLike[str] | None,
+) -> SandboxSpawn:
+    """What to spawn to run ``argv`` in ``cwd`` with ``env`` under ``settings``.
+
+    Args:
+        argv: the program and its arguments (``["/bin/sh", "-c", CMD]``).
+        cwd: the working folder (absolute).
+        env: the complete environment.
+        settings: the sandbox (``danger-full-access``: ``argv`` unchanged).
+        workspace: the workspace root, writable in ``workspace-write``.
+
+    Returns:
+        A :class:`SandboxSpawn`; call its ``close()`` after the process started.
+
+    Raises:
+        ToolError: ``sandbox_unavailable`` (cause and fix in the message) when no engine
+            can enforce ``settings.mode`` on this machine; the command must not run.
+    """
+    return sandbox_for(settings).wrap(
+        argv,
+        cwd=os.fspath(cwd),
+        env=env,
+        workspace=os.fspath(workspace) if workspace is not None else None,
+    )
+
+
+def wrap_server(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    settings: SandboxSettings,
+    workspace: str | os.PathLike[str] | None,
+) -> tuple[list[str], dict[str, str]]:
+    """``(argv, env)`` that start ``argv`` confined by ``settings`` when a library spawns
+    the process (a mounted stdio MCP server: no descriptor passing, no ``preexec_fn``).
+
+    Raises:
+        ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
+    """
+    return sandbox_for(settings).wrap_server(
+        argv,
+        cwd=os.fspath(cwd),
+        env=env,
+        workspace=os.fspath(workspace) if workspace is not None else None,
+    )

@@ -1,0 +1,110 @@
+"""The bubblewrap engine: ``bwrap`` arguments for one command (Debian ``bubblewrap``, the
+same tool under Codex's and Claude Code's Linux sandboxes).
+
+The view, built in this order (a later mount wins over an earlier one)::
+
+    --ro-bind / /                 everything read-only
+    --dev /dev                    a private /dev (null, zero, tty, pts, an empty shm)
+    --proc /proc --unshare-pid    a new pid namespace: no host process is visible, so
+                                  none can be signalled, traced or read (/proc/<pid>/environ)
+    --cap-drop ALL                no capability, even for a root server (else it could
+                                  mount over the read-only view)
+    --bind TMP /tmp               the private temp folder ($TMPDIR=/tmp)
+    --bind ROOT ROOT              each writable root (workspace-write)
+    --bind GITDIR GITDIR          each git folder pinned as a mount point (not renamable)
+    --ro-bind P P                 what makes git run code, the server's config (read-only)
+    --tmpfs D --remount-ro D      an unreadable folder (credential store, state folder)
+    --ro-bind /dev/null F         an unreadable file
+    --seccomp FD                  the filter of :mod:`._seccomp`; with the network off it
+                                  refuses every socket() (no --unshare-net)
+    --die-with-parent             the sandbox ends if the server dies
+
+(Codex ``codex-rs/linux-sandbox``: ``--ro-bind / /``, then writable roots, then read-only
+sub-paths; it locks all of ``.git``, we lock only hooks and config, see :mod:`._protected`.)
+A missing ``hooks/`` folder or ``core.hooksPath`` target becomes an empty read-only tmpfs
+(its mount point is created), so a command cannot create one either.
+
+No network or IPC namespace: creating one costs about 12 ms per command here (measured:
+``bench/bench_sandbox.py``), and the seccomp filter already refuses every ``socket()`` with
+the network off (the Landlock engine does the same). System V IPC objects of the host stay
+reachable (they hold no files or credentials of the user).
+
+A consequence of the pid namespace: when the command's shell exits, whatever it left in the
+background is killed with the namespace (start a server in an ``exec_command`` session to
+keep it running).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+__all__ = ["bwrap_args"]
+
+
+def _under(path: str, roots: Sequence[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def bwrap_args(
+    bwrap: str,
+    *,
+    network: bool,
+    tmpdir: str,
+    writable: Sequence[str],
+    gitdirs: Sequence[str],
+    read_only: Sequence[str],
+    unreadable: Sequence[str],
+    seccomp_fd: int,
+    cwd: str,
+    home_bind: tuple[str, str] | None = None,
+    visible: Sequence[str] = (),
+) -> list[str]:
+    """The ``bwrap`` argument list up to and including ``--`` (the command follows).
+
+    Args:
+        bwrap: the ``bwrap`` executable.
+        network: the network is on (unused here: the seccomp filter decides).
+        tmpdir: the host folder mounted at ``/tmp``.
+        writable: absolute writable roots.
+        gitdirs: git folders inside writable roots (pinned as mount points).
+        read_only: paths made read-only (those inside a writable root matter; a missing
+            ``hooks`` folder becomes an empty read-only tmpfs).
+        unreadable: paths hidden (folders: empty read-only tmpfs; files: ``/dev/null``).
+        seccomp_fd: an open descriptor to read the filter from.
+        cwd: the working folder inside the sandbox.
+        home_bind: ``(host folder, mount point)`` of a private writable home.
+        visible: folders to keep visible read-only although they are under ``/tmp`` (which
+            the private temp folder replaces): the workspace in ``read-only``.
+    """
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--unshare-pid", "--cap-drop", "ALL"]
+    args += ["--bind", tmpdir, "/tmp"]
+    for path in visible:
+        if _under(path, ["/tmp"]) and not _under(path, writable) and os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for root in writable:
+        args += ["--bind", root, root]
+    if home_bind is not None:
+        args += ["--bind", home_bind[0], home_bind[1]]
+    for gitdir in gitdirs:
+        if _under(gitdir, writable) and os.path.isdir(gitdir):
+            args += ["--bind", gitdir, gitdir]
+    for path in read_only:
+        if not _under(path, writable):
+            if os.path.lexists(path) and _under(path, ["/tmp"]):
+                args += ["--ro-bind", path, path]
+            continue
+        if os.path.lexists(path):
+            args += ["--ro-bind", path, path]
+        elif os.path.basename(path) != "config" and os.path.isdir(os.path.dirname(path)):
+            if os.path.basename(path) in ("config.worktree", "commondir"):
+                continue  # a file git reads only when the (protected) config says so
+            args += ["--tmpfs", path, "--remount-ro", path]
+    for path in unreadable:
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.lexists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    args += ["--seccomp", str(seccomp_fd), "--die-with-parent", "--chdir", cwd, "--"]
+    return args

@@ -1,0 +1,267 @@
+"""The Landlock engine: a ruleset built in the server, applied in the child before ``exec``
+(``preexec_fn``), with the seccomp filter of :mod:`._seccomp`. No user namespace is needed,
+so it works where bubblewrap cannot (containers, AppArmor-restricted hosts).
+
+The system calls are made with :mod:`ctypes` (no maintained binding on PyPI covers ABI 6
+scopes); numbers and structures from the kernel's ``include/uapi/linux/landlock.h`` and
+``Documentation/userspace-api/landlock.rst``.
+
+What it enforces:
+
+* **reads**: everything but the unreadable paths (:mod:`._protected`). Landlock grants only
+  add up, so ``/`` is split around each unreadable path: its ancestors get folder listing
+  only, every other entry of those ancestors gets read rights (an entry created there later
+  is not readable);
+* **writes**: the writable roots (workspace, private temp folder, ``writable_roots``) and
+  ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else;
+* **network** (off): TCP bind/connect denied (ABI 4), and every ``socket()`` refused by seccomp
+  (UDP, raw and Unix sockets: there is no network namespace here);
+* **processes**: Landlock denies ``ptrace`` and ``/proc/<pid>/`` of processes outside the
+  sandbox (ABI 1); signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
+* capabilities are dropped (a root server's commands keep uid 0 but no capability, as under
+  bubblewrap), ``no_new_privs`` is set.
+
+What it cannot enforce: a read-only hole inside a writable root. A right granted on a folder
+holds for everything beneath it, and ``git commit`` needs to create files in ``.git``; so
+``.git/hooks``, ``.git/config``, ``core.hooksPath`` and a config file inside the workspace
+stay writable under this engine (``octos-tools sandbox check`` and docs/sandbox.md say so).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+
+from . import _seccomp
+
+__all__ = ["LandlockRuleset", "abi_version", "child_setup"]
+
+_SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+
+READ = EXECUTE | READ_FILE | READ_DIR
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+_ABI1_FS = (1 << 13) - 1
+
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_LAST = 63
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.restype = ctypes.c_int
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+def _numbers() -> tuple[int, int, int] | None:
+    return _SYS.get(_seccomp._machine())
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI version (0: Landlock is not available)."""
+    nrs = _numbers()
+    if nrs is None:
+        return 0
+    r = _libc.syscall(
+        ctypes.c_long(nrs[0]), None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+    )
+    return int(r) if r > 0 else 0
+
+
+def handled_fs(abi: int) -> int:
+    """Every filesystem right of ABI ``abi`` (all are handled: what is not granted is denied)."""
+    rights = _ABI1_FS
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+class LandlockRuleset:
+    """A Landlock ruleset (an open file descriptor) ready to be applied in a child.
+
+    Args:
+        abi: the kernel's ABI version (>= 1).
+        grants: ``(path, rights)`` pairs; rights outside the ABI, or folder rights on a file,
+            are dropped; a path that cannot be opened is skipped.
+        network: leave the network unhandled (off: TCP bind and connect denied, ABI >= 4).
+
+    Raises:
+        OSError: the ruleset cannot be created.
+    """
+
+    def __init__(self, abi: int, grants: Iterable[tuple[str, int]], *, network: bool) -> None:
+        nrs = _numbers()
+        if nrs is None or abi < 1:
+            raise OSError("Landlock is not available on this machine")
+        self.abi = abi
+        self.handled = handled_fs(abi)
+        attr = _RulesetAttr(self.handled, 0, 0)
+        size = 8
+        if abi >= 4:
+            size = 16
+            attr.handled_access_net = 0 if network else NET_BIND_TCP | NET_CONNECT_TCP
+        if abi >= 6:
+            size = 24
+            attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        fd = _libc.syscall(ctypes.c_long(nrs[0]), ctypes.byref(attr), ctypes.c_size_t(size), 0)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+        self.fd = int(fd)
+        self.rules = 0
+        for path, rights in grants:
+            self._add(nrs[1], path, rights)
+
+    def _add(self, nr: int, path: str, rights: int) -> None:
+        try:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if not stat.S_ISDIR(os.fstat(pfd).st_mode):
+                rights &= _FILE_RIGHTS
+            rights &= self.handled
+            if not rights:
+                return
+            rule = _PathBeneath(rights, pfd)
+            if (
+                _libc.syscall(ctypes.c_long(nr), self.fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+                == 0
+            ):
+                self.rules += 1
+        finally:
+            os.close(pfd)
+
+    def close(self) -> None:
+        """Close the ruleset's descriptor."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def split_reads(denied: Sequence[str], rights: int = READ) -> list[tuple[str, int]]:
+    """Read grants covering ``/`` except ``denied`` (absolute, normalised): each ancestor of
+    a denied path gets ``READ_DIR`` only, its other entries ``rights``."""
+    out: list[tuple[str, int]] = []
+    _split("/", rights, tuple(denied), out)
+    return out
+
+
+def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str, int]]) -> None:
+    prefix = root.rstrip("/") + "/"
+    inside = [d for d in denied if d == root or d.startswith(prefix)]
+    if not inside:
+        out.append((root, rights))
+        return
+    if root in denied:
+        return
+    out.append((root, READ_DIR | EXECUTE))
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            _split(entry.path, rights, denied, out)
+        elif entry.is_symlink():
+            # a rule is set on what the link points to: never on a folder that holds a
+            # denied path (it is reached, and split, by its own path)
+            real = os.path.realpath(entry.path)
+            if not any(d == real or d.startswith(real.rstrip("/") + "/") for d in denied):
+                out.append((entry.path, rights))
+        elif entry.path not in denied:
+            out.append((entry.path, rights))
+
+
+def child_setup(ruleset_fd: int, seccomp_filter: bytes) -> Callable[[], None]:
+    """The code the child runs before ``exec``: drop capabilities, set ``no_new_privs``,
+    apply the ruleset, install the seccomp filter. Any failure raises, so the command does
+    not start (``subprocess`` reports the exception; it never runs unconfined)."""
+    nrs = _numbers()
+    assert nrs is not None
+    buf = ctypes.create_string_buffer(seccomp_filter, len(seccomp_filter))
+    prog = _SockFprog(len(seccomp_filter) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    restrict_nr = nrs[2]
+
+    def run() -> None:  # pragma: no cover - runs in the child
+        for cap in range(_CAP_LAST + 1):
+            if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+                break  # EINVAL: past the last capability of this kernel
+        _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        if _libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
+        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+        if _libc.syscall(ctypes.c_long(restrict_nr), ruleset_fd, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+        if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp")
+
+    run.keep = (buf, prog, header, data)  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,325 @@
+"""``octos-tools sandbox check``: real probes of what a sandboxed command can and cannot do.
+
+One shell script runs every probe as one command (so a check costs one sandbox start per
+mode and engine); the host then looks at what changed. The probe classes are those of
+issue 20: 15 things a command must not do in its mode and 5 it must be able to do.
+
+Forbidden (``workspace-write``; ``read-only`` adds writing the workspace and committing):
+write or overwrite outside the workspace, write ``.git/hooks`` or ``.git/config``, escape
+through a symlink or a hard link, move the workspace away, read ``~/.ssh`` or ``~/.aws``,
+connect to a host TCP port, UDP port or Unix socket (network off), read another process's
+environment, signal a host process, rewrite the server's own config.
+Allowed: write and read in the workspace, commit to its repository, run a program, make a
+temp file.
+
+:class:`ProbeSet` is reusable with another runner (``bench/bench_sandbox.py`` runs the same
+script under ``codex sandbox`` and ``srt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._settings import SandboxMode, SandboxSettings
+
+__all__ = ["ALLOWED", "FORBIDDEN", "NOT_ENFORCED", "ProbeResult", "ProbeSet", "run_check"]
+
+FORBIDDEN = (
+    "write_outside",
+    "overwrite_outside",
+    "git_hooks",
+    "git_config",
+    "symlink_escape",
+    "hardlink_escape",
+    "read_ssh",
+    "read_aws",
+    "net_tcp",
+    "net_udp",
+    "unix_socket",
+    "read_environ",
+    "signal_host",
+    "rewrite_config",
+    "move_workspace",
+)
+ALLOWED = ("write_ws", "read_ws", "git_commit", "run_program", "mktemp")
+_NETWORK = frozenset({"net_tcp", "net_udp"})
+_NET_PY = """
+import socket, sys
+def tcp():
+    s = socket.create_connection(("127.0.0.1", {tcp}), timeout=2); s.send(b"x")
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x", ("127.0.0.1", {udp}))
+def unix():
+    s = socket.socket(socket.AF_UNIX); s.connect({sock!r}); s.send(b"x")
+for name, fn in (("net_tcp", tcp), ("net_udp", udp), ("unix_socket", unix)):
+    try:
+        fn(); print("@@" + name + ":0")
+    except Exception as exc:
+        print("@@" + name + ":1", type(exc).__name__, exc)
+"""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe's outcome.
+
+    Attributes:
+        name: the probe class.
+        expected: ``blocked`` or ``allowed`` in the mode probed.
+        happened: the action took effect.
+    """
+
+    name: str
+    expected: str
+    happened: bool
+
+    @property
+    def ok(self) -> bool:
+        """The sandbox did what the mode says."""
+        return self.happened == (self.expected == "allowed")
+
+
+class ProbeSet:
+    """A probe workspace, its outside files, a fake home with credentials, a helper
+    process and listening sockets; :meth:`script` is the command, :meth:`verify` reads what
+    happened. Use as a context manager (everything is removed at the end).
+
+    Args:
+        base: where to make the probe folders (default: ``/var/tmp``, which bubblewrap
+            leaves visible, or the system temp folder).
+    """
+
+    def __init__(self, base: str | None = None) -> None:
+        parent = base or ("/var/tmp" if os.access("/var/tmp", os.W_OK) else None)
+        self.base = Path(tempfile.mkdtemp(prefix="octos-probe-", dir=parent))
+        self.ws = self.base / "ws"
+        self.out = self.base / "outside"
+        self.home = self.base / "home"
+        self.config = self.ws / "octos-tools.toml"
+        self.sock_path = str(self.base / "s.sock")
+        self._made = False
+
+    def __enter__(self) -> ProbeSet:
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    def setup(self) -> None:
+        """Create the files, the helper process and the sockets."""
+        self.ws.mkdir()
+        self.out.mkdir()
+        (self.out / "existing.txt").write_text("original\n")
+        for rel, text in ((".ssh/id_rsa", "SECRET-SSH\n"), (".aws/credentials", "SECRET-AWS\n")):
+            path = self.home / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        (self.ws / "README").write_text("readable\n")
+        self.config.write_text("[sandbox]\n")
+        git = ["git", "-c", "user.name=p", "-c", "user.email=p@p", "-C", str(self.ws)]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
+        subprocess.run([*git, "init", "-q"], check=True, env=env)
+        subprocess.run([*git, "add", "-A"], check=True, env=env)
+        subprocess.run([*git, "commit", "-qm", "init"], check=True, env=env)
+        self.git_config = (self.ws / ".git" / "config").read_bytes()
+        self.helper = subprocess.Popen(
+            ["sleep", "120"], env={**env, "PROBE_MARKER": "ENV-SECRET-42"}
+        )
+        self.tcp = socket.socket()
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen(4)
+        self.tcp.setblocking(False)
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.udp.setblocking(False)
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind(self.sock_path)
+        self.unix.listen(4)
+        self.unix.setblocking(False)
+        self._made = True
+
+    def settings(self, mode: SandboxMode, engine: str) -> SandboxSettings:
+        """The settings to probe: ``mode`` on ``engine``, network off, the fake home, the
+        probe config read-only."""
+        return SandboxSettings(
+            mode=mode, engine=engine, home=str(self.home), read_only_paths=(str(self.config),)
+        )
+
+    def script(self) -> str:
+        """The probe command (``sh``): one ``@@name:rc`` line per probe."""
+        q = shlex.quote
+        out, ws, pid = str(self.out), str(self.ws), self.helper.pid
+        net = _NET_PY.format(
+            tcp=self.tcp.getsockname()[1], udp=self.udp.getsockname()[1], sock=self.sock_path
+        )
+        probes = [
+            ("write_outside", f"echo x > {q(out + '/new.txt')}"),
+            ("hardlink_escape", f"ln {q(out + '/existing.txt')} hard && echo H >> hard"),
+            ("overwrite_outside", f"echo O > {q(out + '/existing.txt')}"),
+            ("git_hooks", "printf '#!/bin/sh\\n' > .git/hooks/pre-commit"),
+            ("git_config", "printf '[alias]\\n x = !sh\\n' >> .git/config"),
+            ("symlink_escape", f"ln -s {q(out)} link && echo x > link/via-link.txt"),
+            ("read_ssh", f"cat {q(str(self.home / '.ssh/id_rsa'))}"),
+            ("read_aws", f"cat {q(str(self.home / '.aws/credentials'))}"),
+            ("read_environ", f"tr '\\0' '\\n' < /proc/{pid}/environ | grep ENV-SECRET"),
+            ("signal_host", f"kill -TERM {pid}"),
+            ("rewrite_config", f"echo x >> {q(str(self.config))}"),
+            ("write_ws", "echo data > probe.txt && cat probe.txt"),
+            ("read_ws", "cat README"),
+            ("git_commit", "git add probe.txt && git commit -qm probe"),
+            ("run_program", "ls / >/dev/null"),
+            ("mktemp", 't=$(mktemp) && echo x > "$t" && cat "$t" && rm "$t"'),
+        ]
+        lines = [f"cd {q(ws)} || exit 99", "export GIT_AUTHOR_NAME=p GIT_AUTHOR_EMAIL=p@p"]
+        lines.append("export GIT_COMMITTER_NAME=p GIT_COMMITTER_EMAIL=p@p")
+        for name, body in probes:
+            lines.append(f"if ( {body} ) 2>&1; then echo @@{name}:0; else echo @@{name}:1; fi")
+        lines.append(f"python3 -c {q(net)} 2>&1")
+        # last: moving the workspace away (put back if it moved, so verify sees it)
+        lines.append(
+            "cd .. && if mv ws ws-moved 2>&1; then echo @@move_workspace:0; mv ws-moved ws; "
+            "else echo @@move_workspace:1; fi"
+        )
+        return "\n".join(lines) + "\n"
+
+    def verify(self, output: str, mode: SandboxMode, *, network: bool = False) -> list[ProbeResult]:
+        """What happened, for ``mode``; the host's view where it can see (files, the
+        helper, the sockets), the command's markers elsewhere."""
+        rc = {}
+        for line in output.splitlines():
+            if line.startswith("@@") and ":" in line:
+                name, _, code = line[2:].partition(":")
+                rc[name] = code.split()[0] if code else "?"
+        existing = (self.out / "existing.txt").read_text()  # "O...": overwritten
+        hooks = self.ws / ".git" / "hooks" / "pre-commit"
+        happened = {
+            "write_outside": (self.out / "new.txt").exists(),
+            "overwrite_outside": existing.startswith("O"),
+            "hardlink_escape": _same_file(self.ws / "hard", self.out / "existing.txt"),
+            "git_hooks": hooks.exists(),
+            "git_config": (self.ws / ".git" / "config").read_bytes() != self.git_config,
+            "symlink_escape": (self.out / "via-link.txt").exists(),
+            "read_ssh": "SECRET-SSH" in output,
+            "read_aws": "SECRET-AWS" in output,
+            "net_tcp": _accepted(self.tcp),
+            "net_udp": _received(self.udp),
+            "unix_socket": _accepted(self.unix),
+            "read_environ": "ENV-SECRET-42" in output,
+            "signal_host": self.helper.poll() is not None,
+            "rewrite_config": self.config.read_text() != "[sandbox]\n",
+            "move_workspace": rc.get("move_workspace") == "0",
+            "write_ws": (self.ws / "probe.txt").exists(),
+            "read_ws": "readable" in output,
+            "git_commit": _commits(self.ws) > 1,
+            "run_program": rc.get("run_program") == "0",
+            "mktemp": rc.get("mktemp") == "0",
+        }
+        allowed = set(ALLOWED)
+        if mode is SandboxMode.READ_ONLY:
+            allowed -= {"write_ws", "git_commit"}
+        if mode is SandboxMode.DANGER_FULL_ACCESS:
+            allowed = set(happened)
+        if network:
+            allowed |= _NETWORK
+        results = []
+        for name in (*FORBIDDEN, *ALLOWED):
+            expected = "allowed" if name in allowed else "blocked"
+            results.append(ProbeResult(name, expected, happened[name]))
+        return results
+
+    def cleanup(self) -> None:
+        """Stop the helper, close the sockets, remove the folders."""
+        if self._made:
+            with contextlib.suppress(OSError):
+                self.helper.send_signal(signal.SIGKILL)
+            self.helper.wait()
+            for sock in (self.tcp, self.udp, self.unix):
+                sock.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _accepted(sock: socket.socket) -> bool:
+    try:
+        conn, _ = sock.accept()
+    except OSError:
+        return False
+    conn.close()
+    return True
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _received(sock: socket.socket) -> bool:
+    try:
+        return bool(sock.recv(16))
+    except OSError:
+        return False
+
+
+def _commits(ws: Path) -> int:
+    done = subprocess.run(
+        ["git", "-C", str(ws), "rev-list", "--count", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return int(done.stdout.strip())
+    except ValueError:
+        return 0
+
+
+#: What an engine cannot enforce (probe classes that stay possible), with the reason.
+NOT_ENFORCED: dict[str, dict[str, str]] = {
+    "bubblewrap": {},
+    "landlock": {
+        "git_hooks": "Landlock cannot make a path read-only inside a writable root, and "
+        "git commit needs to create files in .git",
+        "git_config": "same: .git/config inside the writable workspace",
+        "rewrite_config": "same: a config file inside the workspace (one outside it is read-only)",
+    },
+}
+
+
+def run_check(engine: str, mode: SandboxMode) -> list[ProbeResult]:
+    """Run every probe once, as one command, in ``mode`` on ``engine`` (the command
+    runtime of ``exec_command``), and return what happened.
+
+    Raises:
+        ToolError: ``sandbox_unavailable`` when ``engine`` cannot run here.
+    """
+    import asyncio
+
+    from ..builtins.runtime.capture import OutputCapture
+    from ..builtins.runtime.command import run_to_completion
+
+    async def run(ps: ProbeSet) -> str:
+        proc, _ = await run_to_completion(
+            ps.script(),
+            cwd=ps.ws,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ps.home)},
+            capture=OutputCapture(1_000_000),
+            timeout=60,
+            sandbox=ps.settings(mode, engine),
+            workspace=ps.ws,
+        )
+        return proc.capture.render(1_000_000)
+
+    with ProbeSet() as ps:
+        output = asyncio.run(run(ps))
+        return ps.verify(output, mode)

@@ -1,0 +1,283 @@
+"""The sandbox through the tools and the CLI: config, modes, the blocked note, sessions,
+read_only, a denied web, sandbox_unavailable, contract and ``sandbox check``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from octos_tools.builtins.runtime import ExecCommandTool, SessionManager, WriteStdinTool
+from octos_tools.config import Config, ShellConfig, load_config
+from octos_tools.errors import ConfigError, ToolError
+from octos_tools.profile import build_registry
+from octos_tools.sandbox import (
+    SandboxMode,
+    SandboxSettings,
+    engine_status,
+    settings_from_config,
+    wrap_command,
+)
+from octos_tools.workspace import Workspace
+
+USABLE = [s.name for s in engine_status() if s.usable]
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+needs_engine = pytest.mark.skipif(not USABLE, reason="no sandbox engine here")
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "octos_tools", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_malformed_table_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[sandbox]\nmode = "workspace_rw"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    text = str(err.value)
+    assert "\n" not in text and "sandbox.mode" in text
+    cfg.write_text("[sandbox]\nnetwork = 1\n")
+    with pytest.raises(ConfigError, match=r"sandbox\.network"):
+        load_config(cfg)
+    cfg.write_text('[sandbox]\nwritable_roots = ["rel/dir"]\n')
+    with pytest.raises(ConfigError, match=r"sandbox\.writable_roots.*absolute"):
+        load_config(cfg)
+    cfg.write_text("[sandbox]\nnetwrok = true\n")
+    with pytest.raises(ConfigError, match=r"sandbox\.netwrok: unknown key"):
+        load_config(cfg)
+
+
+def test_read_only_and_denied_web_resolve_the_settings(tmp_path: Path) -> None:
+    base = Config.from_mapping({"sandbox": {"network": True}})
+    assert settings_from_config(base).network is True
+    assert settings_from_config(base).mode is SandboxMode.WORKSPACE_WRITE
+    for deny in (["group:web"], ["web_fetch"], ["web_*"]):
+        cfg = Config.from_mapping({"sandbox": {"network": True}, "tool_policy": {"deny": deny}})
+        assert settings_from_config(cfg).network is False, deny
+    ro = Config.from_mapping({"read_only": True})
+    assert settings_from_config(ro).mode is SandboxMode.READ_ONLY
+    assert settings_from_config(ro, mode="danger-full-access").mode is SandboxMode.READ_ONLY
+    assert settings_from_config(base, mode="read_only").mode is SandboxMode.READ_ONLY
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text('[tool_policy]\ndeny = ["group:web"]\n')
+    loaded = load_config(cfg_file)
+    assert settings_from_config(loaded, config_path=loaded.source_path).read_only_paths == (
+        str(cfg_file.absolute()),
+    )
+
+
+def _repo(ws: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+
+
+@needs_engine
+@pytest.mark.parametrize("engine", ["bubblewrap", "landlock"])
+def test_blocked_command_returns_its_output_and_one_rule_line(tmp_path: Path, engine: str) -> None:
+    if engine not in USABLE:
+        pytest.skip(f"{engine} unusable")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # outside the workspace and outside /tmp (the private temp folder stands in for /tmp)
+    outside_dir = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    outside = outside_dir / "outside.txt"
+    tool = ExecCommandTool(Workspace(ws), ShellConfig(), sandbox=SandboxSettings(engine=engine))
+    result = asyncio.run(tool.run(tool.Args(cmd=f"echo x > {outside}"), None))
+    assert result.success  # not a tool error
+    assert result.structured_metadata["exit_code"] != 0
+    assert not outside.exists()
+    assert "cannot create" in result.output
+    note = result.structured_metadata["sandbox_note"]
+    assert note.count("\n") == 0 and f"workspace-write, {engine}" in note
+    assert "require_escalated" in note and note in result.output
+    ok = asyncio.run(tool.run(tool.Args(cmd="echo fine > in-ws.txt && cat in-ws.txt"), None))
+    assert ok.structured_metadata["exit_code"] == 0 and "sandbox_note" not in ok.structured_metadata
+    assert (ws / "in-ws.txt").read_text() == "fine\n"
+    outside_dir.rmdir()
+
+
+@needs_engine
+def test_write_stdin_session_inherits_the_sandbox(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    target = Path(tempfile.mkdtemp(dir="/var/tmp")) / "typed.txt"
+
+    async def run() -> str:
+        sessions = SessionManager(4)
+        box = SandboxSettings(mode=SandboxMode.READ_ONLY)
+        exec_tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
+        stdin_tool = WriteStdinTool(sessions, ShellConfig())
+        started = await exec_tool.run(exec_tool.Args(cmd="sh", yield_time_ms=200), None)
+        sid = started.structured_metadata["session_id"]
+        typed = f"echo x > {target}; echo y > {ws}/w.txt; echo done-$((1+1))\n"
+        out = await stdin_tool.run(
+            stdin_tool.Args(session_id=sid, chars=typed, yield_time_ms=1500), None
+        )
+        await sessions.aclose()
+        return out.output
+
+    text = asyncio.run(run())
+    assert "done-2" in text
+    assert not target.exists() and not (ws / "w.txt").exists()
+    target.parent.rmdir()
+
+
+@needs_engine
+def test_read_only_config_keeps_commands_and_runs_them_read_only(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("hello\n")
+    registry = build_registry(Config.from_mapping({"read_only": True}), ws)
+    assert "exec_command" in registry and "write_file" not in registry
+
+    async def run() -> str:
+        result = await registry.execute("exec_command", {"cmd": "cat a.txt; echo x > b.txt"})
+        await registry.aclose()
+        return result.output
+
+    text = asyncio.run(run())
+    assert ("hello" in text and "Read-only file system" in text) or "Permission denied" in text
+    assert not (ws / "b.txt").exists()
+
+
+def test_sandbox_unavailable_is_typed_and_nothing_runs(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[sandbox]\nengine = "bubblewrap"\n')
+    # no bwrap on PATH: the bubblewrap engine cannot run, and nothing else may stand in
+    proc = _cli(
+        "call",
+        "exec_command",
+        '{"cmd": "touch ran"}',
+        "-w",
+        str(ws),
+        "-c",
+        str(cfg),
+        "--json",
+        env={"PATH": "/nonexistent"},
+    )
+    data = json.loads(proc.stdout)
+    assert data["error"]["kind"] == "sandbox_unavailable"
+    assert "bwrap is not installed" in data["error"]["message"]
+    assert "apt-get install bubblewrap" in data["error"]["message"]
+    assert not (ws / "ran").exists()
+    serve = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "serve", "-w", str(ws), "-c", str(cfg)],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC, "PATH": "/nonexistent"},
+        timeout=60,
+        check=False,
+    )
+    assert "commands will not run" in serve.stderr and "bwrap is not installed" in serve.stderr
+
+
+def test_wrap_command_refuses_rather_than_running_unconfined(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from octos_tools.sandbox import _detect
+
+    bad = _detect.EngineStatus("bubblewrap", False, "broken", "fix it")
+    monkeypatch.setattr(_detect, "bubblewrap_status", lambda: bad)
+    with pytest.raises(ToolError) as err:
+        wrap_command(["true"], "/", {}, SandboxSettings(engine="bubblewrap"), "/")
+    assert err.value.kind.value == "sandbox_unavailable"
+    spawn = wrap_command(
+        ["true"], "/", {}, SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS), "/"
+    )
+    assert spawn.argv == ["true"] and spawn.engine == "none"
+
+
+@needs_engine
+def test_contract_reports_the_mode_in_force(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for args, mode in (
+        ([], "workspace-write"),
+        (["--read-only"], "read-only"),
+        (["--sandbox", "danger-full-access"], "danger-full-access"),
+    ):
+        proc = _cli("contract", "-w", str(ws), *args)
+        policy = json.loads(proc.stdout)["policy"]
+        assert policy["sandbox_mode"] == mode
+        assert policy["sandbox_engine"] in ("bubblewrap", "landlock", "none")
+    assert _cli("call", "exec_command", "{}", "--sandbox", "nope").returncode == 2
+
+
+@needs_engine
+def test_sandbox_check_prints_each_mode(tmp_path: Path) -> None:
+    proc = _cli("sandbox", "check", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["mode"] == "workspace-write" and report["engine"] in USABLE
+    for engine in report["engines"]:
+        if engine["usable"]:
+            ws = engine["modes"]["workspace-write"]
+            assert ws["allowed_refused"] == []
+            ro = engine["modes"]["read-only"]
+            assert ro["forbidden_happened"] == [] and ro["allowed_refused"] == []
+
+
+@pytest.mark.parametrize("engine", ["bubblewrap", "landlock", "none"])
+def test_background_children_die_with_their_session(tmp_path: Path, engine: str) -> None:
+    """No cgroup (this runtime falls back to the /proc walk when it has none): a command's
+    background child still ends, with the command (bubblewrap's pid namespace) or when the
+    session of tools closes (its process group)."""
+    if engine != "none" and engine not in USABLE:
+        pytest.skip(f"{engine} unusable")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = f"{time.time_ns() % 10_000_000}.5"
+    box = (
+        SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS)
+        if engine == "none"
+        else SandboxSettings(engine=engine)
+    )
+
+    def alive() -> bool:
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if cmdline == f"sleep\0{marker}\0".encode():
+                    return True
+        return False
+
+    async def run() -> None:
+        sessions = SessionManager(4)
+        tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
+        tool.sandbox = box
+        result = await tool.run(tool.Args(cmd=f"sleep {marker} & echo started"), None)
+        assert "started" in result.output
+        await sessions.aclose()
+
+    import octos_tools.builtins.runtime.command as command
+
+    real = command.CommandCgroup.create
+    command.CommandCgroup.create = staticmethod(lambda: None)  # type: ignore[method-assign]
+    try:
+        asyncio.run(run())
+    finally:
+        command.CommandCgroup.create = real  # type: ignore[method-assign]
+    deadline = time.monotonic() + 5
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive()
