@@ -319,9 +319,12 @@ def _too_large(tool_name: str, size: int, limit: int, *, exact: bool) -> Argumen
 def _validator_for(schema_json: str) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
+    from .schema_regex import BoundedValidator
+
     schema = json.loads(schema_json)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    validator: Draft202012Validator = BoundedValidator(schema)  # patterns on RE2
+    return validator
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Draft202012Validator:

@@ -995,6 +995,13 @@ def serve(
             "(OCTOS_TOOLS_MCP_TOKEN or serve.auth_token_file).",
         ),
     ] = False,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth",
+            help="HTTP, loopback only: no bearer token (any local user can then call every tool).",
+        ),
+    ] = False,
     no_defer: Annotated[
         bool,
         typer.Option("--no-defer", help="List every tool from the start (nothing deferred)."),
@@ -1003,7 +1010,11 @@ def serve(
     sandbox: SandboxOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Serve the tools over MCP (stdio by default). Logs go to stderr only."""
+    """Serve the tools over MCP (stdio by default). Logs go to stderr only.
+
+    HTTP needs a bearer token on every request: OCTOS_TOOLS_MCP_TOKEN or
+    serve.auth_token_file, else (loopback) a fresh one per start in a file named on stderr.
+    """
     from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
     from .mcp.http import bind_socket
     from .mcp.server import run_server
@@ -1019,16 +1030,20 @@ def serve(
     if transport == "http":
         if not 0 <= port <= 65535:
             _usage_error(f"--port must be between 0 and 65535, not {port}")
-        if not is_loopback(host):
-            if not allow_remote:
-                _usage_error(
-                    f"refusing to bind {host!r}: it is not a loopback address. Pass "
-                    "--allow-remote (a bearer token is then required) to bind it anyway."
-                )
+        loopback = is_loopback(host)
+        if not loopback and not allow_remote:
+            _usage_error(
+                f"refusing to bind {host!r}: it is not a loopback address. Pass "
+                "--allow-remote (a bearer token is then required) to bind it anyway."
+            )
+        if no_auth and not loopback:
+            _usage_error(f"--no-auth is for loopback addresses only, not {host!r}")
+        if not no_auth:
             try:
                 token = load_token(cfg.serve.auth_token_file)
             except ConfigError as exc:
                 _usage_error(str(exc))
+        if not loopback:
             if token is None:
                 _usage_error(
                     f"refusing to bind {host!r} without authentication: set {TOKEN_ENV} "
@@ -1060,6 +1075,7 @@ def serve(
                     exit_on_signal=True,
                     evict=cfg.serve.evict,
                     token=token,
+                    no_auth=no_auth,
                     allowed_hosts=cfg.serve.allowed_hosts,
                     allowed_origins=cfg.serve.allowed_origins,
                     max_message_bytes=max(4 * 1024 * 1024, 2 * cfg.limits.max_args_bytes),

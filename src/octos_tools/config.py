@@ -220,6 +220,9 @@ class McpServerConfig(_Model):
         headers: HTTP headers for ``url``.
         timeout_secs: per-call timeout in seconds.
         startup_timeout_secs: how long starting and listing tools may take, in seconds.
+        max_reply_bytes: the largest message accepted from a stdio server, in bytes
+            (default 16 MiB); a longer one is a ``reply_too_large`` error and the
+            connection is reset.
         defer: defer the server's tool group from the first request (its tools stay one
             call away; ``tool_search`` finds them). Unset: as ``lifecycle.defer`` (on by
             default), so mounting servers does not grow the first request.
@@ -239,6 +242,7 @@ class McpServerConfig(_Model):
     timeout_secs: float = Field(60.0, gt=0, le=3600)
     startup_timeout_secs: float = Field(30.0, gt=0, le=600)
     defer: bool | None = None
+    max_reply_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "read-only"
     network: bool = True
 
@@ -260,13 +264,16 @@ class ShellConfig(_Model):
     Attributes:
         default_timeout_secs: timeout when the call gives none (seconds, clamped 1–600).
         max_output_bytes: output cap of one call, in bytes.
-        max_sessions: live ``exec_command`` sessions at most.
+        max_sessions: live ``exec_command`` sessions at most, all clients together.
+        max_sessions_per_client: live sessions at most per host session (one MCP
+            session); ``None``: a quarter of ``max_sessions``.
         safe_policy: apply the octos SafePolicy deny / ask patterns.
     """
 
     default_timeout_secs: float = Field(120.0, ge=1, le=600)
     max_output_bytes: int = Field(50_000, ge=256, le=10_000_000)
     max_sessions: int = Field(64, ge=1, le=1024)
+    max_sessions_per_client: int | None = Field(None, ge=1, le=1024)
     safe_policy: bool = True
 
 

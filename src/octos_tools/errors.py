@@ -80,6 +80,9 @@ class ErrorKind(str, Enum):
     REMOTE_ERROR = "remote_error"
     """A mounted MCP server's tool answered ``isError: true`` (its own failure, reported as
     it said it)."""
+    REPLY_TOO_LARGE = "reply_too_large"
+    """A mounted MCP server sent a message over ``[mcp_servers.NAME] max_reply_bytes``; the
+    connection was reset (the server is restarted on the next call)."""
     DISK_FULL = "disk_full"
     """The file system is full (ENOSPC); nothing was changed."""
     UNSUPPORTED_MEDIA = "unsupported_media"

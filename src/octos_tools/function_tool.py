@@ -168,6 +168,9 @@ class FunctionTool(TypedTool):
         concurrency: ``"safe"`` / ``"exclusive"`` or a :class:`ConcurrencyClass`.
         timeout: per-call timeout in seconds (``None``: the registry default).
         cwd_bound: the tool depends on the workspace (rebuilt by ``rebind_cwd``).
+        read_only: the tool declares that it writes nothing and has no other side effect;
+            only such tools (and the built-ins that are Safe) survive ``--read-only``.
+            ``concurrency="safe"`` alone does not say it.
 
     Raises:
         TypeError: for ``*args`` / ``**kwargs`` parameters or a parameter without a hint.
@@ -185,8 +188,10 @@ class FunctionTool(TypedTool):
         concurrency: ConcurrencyClass | str = ConcurrencyClass.SAFE,
         timeout: float | None = None,
         cwd_bound: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.fn = fn
+        self.declares_read_only = read_only
         self.__wrapped__ = fn
         self.name = name or fn.__name__
         doc_summary, doc_params = parse_docstring(fn.__doc__)
@@ -292,6 +297,7 @@ def tool(
     concurrency: ConcurrencyClass | str = ConcurrencyClass.SAFE,
     timeout: float | None = None,
     cwd_bound: bool = False,
+    read_only: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -305,6 +311,7 @@ def tool(
     concurrency: ConcurrencyClass | str = ConcurrencyClass.SAFE,
     timeout: float | None = None,
     cwd_bound: bool = False,
+    read_only: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function into a :class:`FunctionTool`; usable bare or with options.
 
@@ -328,6 +335,7 @@ def tool(
             concurrency=concurrency,
             timeout=timeout,
             cwd_bound=cwd_bound,
+            read_only=read_only,
         )
 
     return decorate

@@ -16,6 +16,22 @@ they are registered before policies and deferral are applied.
 A plugin that fails to import or to register is reported by name (one line, logged as a
 warning and returned in :attr:`PluginReport.failed`) and the others still load; tools a
 failed plugin registered before failing are removed again.
+
+**Replacing a tool that is already registered** (a built-in such as ``read_file``, or another
+plugin's) is refused unless the plugin declares it: its ``register`` callable carries an
+``overrides`` attribute naming the tools it replaces::
+
+    def register(registry, workspace, config):
+        registry.register(my_read_file)
+    register.overrides = ("read_file",)
+
+An undeclared replacement is undone (the original tool is put back) and reported in
+:attr:`PluginReport.failed`; a declared one is listed in :attr:`PluginReport.overrides`, and
+``octos-tools tools`` shows ``<plugin> (overrides)`` in its plugin column.
+
+Plugins run in this process: they are trusted code. What the server still enforces on their
+tools: synchronous tools run in worker threads (a slow one does not stall other calls) and
+every call has its timeout.
 """
 
 from __future__ import annotations
@@ -61,6 +77,8 @@ class PluginReport:
 
     loaded: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, list[str]] = field(default_factory=dict)
+    """``plugin name -> names of already registered tools it replaced`` (declared)."""
 
 
 def _installed() -> dict[str, EntryPoint]:
@@ -99,27 +117,43 @@ def load_plugins(
             )
             logger.warning("plugin %r: %s", name, report.failed[name])
             continue
-        before = set(registry.names())
+        before = {n: registry.get(n) for n in registry.names()}
         try:
             register = ep.load()
             if not callable(register):
                 raise TypeError(f"{ep.value} is not callable")
             register(registry, workspace, config)
+            declared = set(getattr(register, "overrides", ()) or ())
+            replaced = [n for n, t in before.items() if registry.get(n) is not t]
+            undeclared = [n for n in replaced if n not in declared]
+            if undeclared:
+                raise PermissionError(
+                    f"it replaces {', '.join(repr(n) for n in undeclared)}, already registered "
+                    "(declare it with register.overrides = (NAME, ...) to allow it)"
+                )
         except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
-            for added in set(registry.names()) - before:
+            for added in set(registry.names()) - set(before):
                 registry.unregister(added)
+            for old_name, old_tool in before.items():
+                if old_tool is not None and registry.get(old_name) is not old_tool:
+                    registry.register(old_tool)
             reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
             report.failed[name] = reason
             logger.warning("plugin %r failed to load: %s", name, reason)
             continue
         added_names = [n for n in registry.names() if n not in before]
-        report.loaded[name] = added_names
+        report.loaded[name] = added_names + replaced
+        if replaced:
+            report.overrides[name] = replaced
         for tool_name in added_names:
             origins[tool_name] = name
+        for tool_name in replaced:
+            origins[tool_name] = f"{name} (overrides)"
     previous = _REPORTS.get(registry)
     if previous is not None:
         previous.loaded.update(report.loaded)
         previous.failed.update(report.failed)
+        previous.overrides.update(report.overrides)
     else:
         _REPORTS[registry] = report
     return report
@@ -137,4 +171,5 @@ def tool_origins(registry: ToolRegistry) -> dict[str, str]:
 
 def plugin_of(registry: ToolRegistry, tool_name: str) -> str | None:
     """The plugin that registered ``tool_name`` in ``registry``, or ``None``."""
-    return _ORIGINS.get(registry, {}).get(tool_name)
+    origin = _ORIGINS.get(registry, {}).get(tool_name)
+    return origin.removesuffix(" (overrides)") if origin is not None else None

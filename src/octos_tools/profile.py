@@ -26,7 +26,7 @@ from .config import Config, default_config
 from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
-from .tool import ConcurrencyClass
+from .tool import ConcurrencyClass, Tool
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -65,12 +65,15 @@ elicitation)."""
 
 
 def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
-    """A policy denying every Exclusive tool of ``registry``, and every tool whose spec is
-    not read-only (``write_stdin`` types into a shell), the ``--read-only`` preset; except
-    the command tools and ``write_stdin`` when the commands run in the ``read-only``
-    sandbox (:func:`octos_tools.sandbox.settings_from_config`; a machine that cannot
-    enforce it answers ``sandbox_unavailable`` instead of running them): they stay, and
-    what ``write_stdin`` types runs in its session's sandbox."""
+    """A policy denying every tool of ``registry`` that may write (the ``--read-only``
+    preset): every Exclusive tool and every built-in whose spec is not read-only
+    (``write_stdin`` types into a shell), except the command tools and ``write_stdin`` when
+    the commands run in the ``read-only`` sandbox (:func:`octos_tools.sandbox.settings_from_config`;
+    a machine that cannot enforce it answers ``sandbox_unavailable`` instead of running
+    them; what ``write_stdin`` types runs in its session's sandbox); and every tool that is
+    not a built-in unless it declares ``declares_read_only`` (``@tool(read_only=True)``): a
+    plugin's plain ``@tool`` is Safe by default, which says it may run beside others, not
+    that it writes nothing."""
     from .sandbox import SandboxMode, SandboxSettings
 
     def confined(tool: object) -> bool:
@@ -78,15 +81,17 @@ def read_only_policy(registry: ToolRegistry) -> ToolPolicy:
         return isinstance(box, SandboxSettings) and box.mode is SandboxMode.READ_ONLY
 
     commands_confined = any(confined(t) for t in registry.tools())
-    return ToolPolicy(
-        deny=[
-            t.name
-            for t in registry.tools()
-            if (t.concurrency_class is ConcurrencyClass.EXCLUSIVE or not t.spec().read_only)
-            and not confined(t)
-            and not (t.name == "write_stdin" and commands_confined)
-        ]
-    )
+
+    def may_write(tool: Tool) -> bool:
+        if confined(tool) or (tool.name == "write_stdin" and commands_confined):
+            return False
+        if tool.concurrency_class is ConcurrencyClass.EXCLUSIVE:
+            return True
+        if type(tool).__module__.startswith("octos_tools.builtins."):
+            return not tool.spec().read_only
+        return not getattr(tool, "declares_read_only", False)
+
+    return ToolPolicy(deny=[t.name for t in registry.tools() if may_write(t)])
 
 
 def deferral_enabled(config: Config, defer: bool | None = None) -> bool:

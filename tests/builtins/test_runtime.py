@@ -421,7 +421,7 @@ async def test_tty_read_line(ws: Workspace, cfg: ShellConfig) -> None:
 @pytest.mark.anyio
 async def test_sessions_are_bounded_timed_and_closed(ws: Workspace, cfg: ShellConfig) -> None:
     mark = marker()
-    sessions = SessionManager(max_sessions=2)
+    sessions = SessionManager(max_sessions=2, max_per_owner=2)
     exec_tool = ExecCommandTool(ws, cfg, sessions)
     ids = []
     for _ in range(3):

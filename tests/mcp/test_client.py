@@ -199,6 +199,8 @@ async def test_policy_applies_to_mounted_tools(tmp_path: Path, server_script: Pa
 
 @pytest.mark.anyio
 async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_script: Path) -> None:
+    from octos_tools.mcp import mounts as mounts_module
+
     config = Config.from_mapping(
         {
             "read_only": True,
@@ -212,11 +214,32 @@ async def test_deferred_read_only_and_broken_servers(tmp_path: Path, server_scri
             },
         }
     )
+    # --read-only: a readOnlyHint is the server's claim; a server outside the read-only
+    # sandbox (danger-full-access) keeps no mounted tool.
+    loose = Config.from_mapping(
+        {
+            "read_only": True,
+            "mcp_servers": {
+                "fx": {
+                    "command": sys.executable,
+                    "args": [str(server_script)],
+                    "sandbox": "danger-full-access",
+                }
+            },
+        }
+    )
+    unconfined = _registry(loose, tmp_path)
+    async with mount_mcp_servers(unconfined, loose) as mounts:
+        assert mounts.tools["fx"] == []
+        assert "fx__measure" not in unconfined
+    assert not mounts_module.server_is_read_only(loose.mcp_servers["fx"])
+    # Under the read-only sandbox (the default) the hint counts.
+    assert mounts_module.server_is_read_only(config.mcp_servers["fx"])
     registry = _registry(config, tmp_path)
     async with mount_mcp_servers(registry, config) as mounts:
         # The broken server is reported and skipped; the host keeps going.
         assert "broken" in mounts.failures
-        # --read-only: only readOnlyHint tools are mounted.
+        # only readOnlyHint tools are mounted.
         assert mounts.tools["fx"] == ["fx__measure"]
         assert "fx__hang" not in registry
         # defer: the group is hidden until a call activates it.
@@ -272,12 +295,26 @@ async def test_mount_streamable_http_server(tmp_path: Path) -> None:
     server = OctosMcpServer(inner)
     ready: list[str] = []
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.serve_http("127.0.0.1", 0, on_ready=ready.append))
+        tg.start_soon(
+            lambda: server.serve_http(
+                "127.0.0.1", 0, token="mount-test-token-0123456789", on_ready=ready.append
+            )
+        )
         with anyio.fail_after(30):
             while not ready:
                 await anyio.sleep(0.05)
         config = Config.from_mapping(
-            {"mcp_servers": {"web1": {"url": ready[0], "headers": {"X-Test": "1"}}}}
+            {
+                "mcp_servers": {
+                    "web1": {
+                        "url": ready[0],
+                        "headers": {
+                            "X-Test": "1",
+                            "Authorization": "Bearer mount-test-token-0123456789",
+                        },
+                    }
+                }
+            }
         )
         outer = _registry(config, tmp_path)
         async with mount_mcp_servers(outer, config) as mounts:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.mcp.http_serve import start_http
 from tests.mcp.test_server_robustness import _stop
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
@@ -84,24 +85,19 @@ def config(tmp_path: Path) -> Path:
 
 
 def _start_http(workspace: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen(
-        [*SERVE, "--workspace", str(workspace), "-t", "http", "--port", "0", *extra],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    served = start_http(
+        [*SERVE, "--workspace", str(workspace), "-t", "http", "--port", "0", *extra]
     )
-    assert proc.stderr is not None
-    for raw in proc.stderr:
-        line = raw.decode()
-        if "listening on " in line:
-            return proc, line.split("listening on ", 1)[1].split()[0]
-    proc.kill()
-    proc.wait(10)
-    raise AssertionError("the HTTP server did not start")
+    _TOKEN[0] = served.token or ""
+    return served.proc, served.url
+
+
+_TOKEN = [""]
+"""The bearer token of the last :func:`_start_http` server (ts_client.cjs reads MCP_TOKEN)."""
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "NODE_PATH": str(MODULES), "NO_COLOR": "1"}
+    return {**os.environ, "NODE_PATH": str(MODULES), "NO_COLOR": "1", "MCP_TOKEN": _TOKEN[0]}
 
 
 def _ts_client(node: str, tmp_path: Path, *target: str, calls: list[dict[str, Any]]) -> Any:

@@ -21,7 +21,7 @@ from octos_tools.mcp.auth import TOKEN_ENV, load_token, transport_security
 from octos_tools.mcp.http import bind_socket
 from octos_tools.mcp.server import OctosMcpServer
 from octos_tools.profile import build_registry
-from tests.mcp.test_server_robustness import INIT, MCP_HEADERS, _start_http, _stop
+from tests.mcp.test_server_robustness import INIT, MCP_HEADERS, _headers, _start_http, _stop
 
 pytestmark = [pytest.mark.timeout(90)]
 
@@ -107,7 +107,7 @@ def test_wrong_path_says_where_the_endpoint_is(workspace: Path) -> None:
     try:
         root = url.rsplit("/", 1)[0]
         for path in ("/", "/sse", "/mcp/v1"):
-            response = httpx.post(root + path, json=INIT, headers=MCP_HEADERS, timeout=20)
+            response = httpx.post(root + path, json=INIT, headers=_headers(), timeout=20)
             assert response.status_code == 404
             assert response.json()["endpoint"] == url
             assert url in response.json()["message"]

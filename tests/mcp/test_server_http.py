@@ -20,10 +20,13 @@ import pytest
 from anyio.abc import Process
 
 from mcp import Client
+from octos_tools.mcp.auth import TOKEN_ENV
 from tests.cli_helpers import run_in_process
+from tests.mcp.http_serve import transport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
+TOKEN = "load-test-token-0123456789"
 CLIENTS = 20
 CALLS_PER_CLIENT = 50
 
@@ -51,6 +54,7 @@ async def http_server(workspace: Path) -> AsyncIterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        env={**os.environ, TOKEN_ENV: TOKEN},  # a configured token is honoured on loopback
     )
     url = None
     buffered = b""
@@ -85,7 +89,7 @@ async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
     errors: list[str] = []
 
     async def one_client(i: int) -> None:
-        async with Client(http_server) as client:
+        async with Client(transport(http_server, TOKEN)) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"read_file", "list_dir"} <= names
             for k in range(CALLS_PER_CLIENT):
@@ -111,7 +115,7 @@ async def test_twenty_clients_fifty_calls_each(http_server: str) -> None:
     assert len(answered) == CLIENTS * CALLS_PER_CLIENT
 
     # Failures are isError results naming the kind, on the same server.
-    async with Client(http_server) as client:
+    async with Client(transport(http_server, TOKEN)) as client:
         result = await client.call_tool("read_file", {"path": "../outside.txt"})
         assert result.is_error
         assert _text(result).startswith("Error [path_outside_workspace]")

@@ -27,6 +27,8 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
+from tests.mcp.http_serve import start_http
+
 pytestmark = [pytest.mark.timeout(90)]
 
 SERVE = [sys.executable, "-m", "octos_tools", "serve"]
@@ -201,26 +203,32 @@ def test_malformed_lines_get_errors_and_serving_goes_on(peer: StdioPeer) -> None
 
 
 def _start_http(workspace: Path, host: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], str]:
-    argv = [*SERVE, "--workspace", str(workspace), "--transport", "http"]
-    proc = subprocess.Popen(
-        [*argv, "--host", host, "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    """Start an HTTP serve; its token goes into :data:`MCP_HEADERS`-style headers through
+    :func:`_headers` (the last started server's)."""
+    served = start_http(
+        [
+            *SERVE,
+            "--workspace",
+            str(workspace),
+            "--transport",
+            "http",
+            "--host",
+            host,
+            "--port",
+            "0",
+        ]
     )
-    assert proc.stderr is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and sel.select(max(0.1, deadline - time.monotonic())):
-        line = proc.stderr.readline().decode()
-        if not line:
-            break
-        if "listening on " in line:
-            return proc, line.split("listening on ", 1)[1].split()[0]
-    proc.kill()
-    proc.wait(10)
-    raise AssertionError("the HTTP server did not start")
+    _LAST_AUTH.clear()
+    _LAST_AUTH.update(served.auth)
+    return served.proc, served.url
+
+
+_LAST_AUTH: dict[str, str] = {}
+
+
+def _headers(**extra: str) -> dict[str, str]:
+    """:data:`MCP_HEADERS` plus the bearer token of the last :func:`_start_http` server."""
+    return {**MCP_HEADERS, **_LAST_AUTH, **extra}
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -256,7 +264,7 @@ def test_http_port_in_use_is_a_clear_error(workspace: Path) -> None:
 def test_http_handshake_announces_list_changed(workspace: Path) -> None:
     proc, url = _start_http(workspace)
     try:
-        response = httpx.post(url, json=INIT, headers=MCP_HEADERS, timeout=20)
+        response = httpx.post(url, json=INIT, headers=_headers(), timeout=20)
         assert response.status_code == 200
         body = response.text
         data = body.split("data: ", 1)[1] if "data: " in body else body
@@ -271,15 +279,13 @@ def test_http_loopback_refuses_foreign_origin_and_host(workspace: Path, host: st
     proc, url = _start_http(workspace, host)
     try:
         evil_origin = httpx.post(
-            url, json=INIT, headers={**MCP_HEADERS, "Origin": "http://evil.example"}, timeout=20
+            url, json=INIT, headers=_headers(Origin="http://evil.example"), timeout=20
         )
         assert evil_origin.status_code == 403
-        evil_host = httpx.post(
-            url, json=INIT, headers={**MCP_HEADERS, "Host": "evil.example"}, timeout=20
-        )
+        evil_host = httpx.post(url, json=INIT, headers=_headers(Host="evil.example"), timeout=20)
         assert evil_host.status_code == 421
         own_origin = url.rsplit("/", 1)[0]
-        ok = httpx.post(url, json=INIT, headers={**MCP_HEADERS, "Origin": own_origin}, timeout=20)
+        ok = httpx.post(url, json=INIT, headers=_headers(Origin=own_origin), timeout=20)
         assert ok.status_code == 200
     finally:
         _stop(proc)

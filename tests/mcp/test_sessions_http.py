@@ -17,6 +17,9 @@ from mcp import Client
 from octos_tools.mcp.http import bind_socket
 from octos_tools.mcp.server import OctosMcpServer
 from octos_tools.profile import build_registry
+from tests.mcp.http_serve import transport
+
+TOKEN = "sessions-test-token-0123456789"
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -32,7 +35,9 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[OctosMcpServer, str, Pat
     ready = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(
-            lambda: server.serve_http("127.0.0.1", port, sock=sock, on_ready=lambda _u: ready.set())
+            lambda: server.serve_http(
+                "127.0.0.1", port, sock=sock, token=TOKEN, on_ready=lambda _u: ready.set()
+            )
         )
         with anyio.fail_after(20):
             await ready.wait()
@@ -59,8 +64,8 @@ async def test_http_sessions_keep_their_own_activations(
         return on_message
 
     async with (
-        Client(url, mode="legacy", message_handler=counter("a")) as a,
-        Client(url, mode="legacy", message_handler=counter("b")) as b,
+        Client(transport(url, TOKEN), mode="legacy", message_handler=counter("a")) as a,
+        Client(transport(url, TOKEN), mode="legacy", message_handler=counter("b")) as b,
     ):
         first_a, first_b = _names(await a.list_tools()), _names(await b.list_tools())
         assert first_a == first_b
@@ -91,7 +96,7 @@ async def test_stateless_requests_see_the_configured_defaults(
     served: tuple[OctosMcpServer, str, Path],
 ) -> None:
     server, url, _ws = served
-    async with Client(url) as client:  # the SDK's default: 2026-07-28, no session
+    async with Client(transport(url, TOKEN)) as client:  # the SDK's default: 2026-07-28, no session
         before = _names(await client.list_tools())
         assert before == set(server.visible_names())
         done = await client.call_tool("activate_tools", {"tools": ["group:web"]})
@@ -120,7 +125,7 @@ async def test_reads_never_see_a_multi_file_patch_half_applied(
 
     mixed: list[str] = []
     seen: set[str] = set()
-    async with Client(url, mode="legacy") as client:
+    async with Client(transport(url, TOKEN), mode="legacy") as client:
 
         async def read_all() -> None:
             result = await client.call_tool("grep", {"pattern": "marker-", "path": "."})

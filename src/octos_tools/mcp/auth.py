@@ -1,23 +1,32 @@
 """Who may talk to the HTTP server: the bearer token and the Host / Origin lists.
 
-* **Loopback binds** get DNS-rebinding protection (the MCP transport specification: a server
-  on localhost must validate ``Origin``): ``Host`` must name the loopback address the
-  server is bound to, and a browser ``Origin`` must be a loopback one.
-* **Remote binds** (``--allow-remote``) require a bearer token, checked on every request
-  by the SDK's bearer middleware (``Authorization: Bearer <token>``, RFC 6750; a missing or
-  wrong token gets ``401`` with ``WWW-Authenticate``). The token comes from the
+* **Every bind needs a bearer token** (the MCP transport specification: servers SHOULD
+  authenticate all connections; any local user can reach a loopback port). It is checked
+  on every request by :class:`RequireBearer`, the outermost layer of the app, before any
+  other header or the body is read (``Authorization: Bearer <token>``, RFC 6750; a missing
+  or wrong token gets ``401`` with ``WWW-Authenticate: Bearer``). The token comes from the
   :data:`TOKEN_ENV` environment variable or from the file named by
   ``serve.auth_token_file`` in the config, never from the command line (where ``ps`` would
-  show it). ``Host`` must be one of ``serve.allowed_hosts`` (or the bound address), and a
-  browser ``Origin`` one of ``serve.allowed_origins``.
+  show it). A loopback ``serve`` with neither gets a fresh random token per start
+  (:func:`issue_token`), in a ``0600`` file of the per-user state folder.
+  ``--no-auth`` turns the check off, on loopback only.
+* **Loopback binds** also get DNS-rebinding protection (a server on localhost must validate
+  ``Origin``): ``Host`` must name the loopback address the server is bound to, and a
+  browser ``Origin`` must be a loopback one.
+* **Remote binds** (``--allow-remote``) refuse to start without a configured token;
+  ``Host`` must be one of ``serve.allowed_hosts`` (or the bound address), and a browser
+  ``Origin`` one of ``serve.allowed_origins``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
@@ -29,9 +38,12 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "MIN_TOKEN_CHARS",
     "TOKEN_ENV",
+    "RequireBearer",
     "StaticTokenVerifier",
     "is_loopback",
+    "issue_token",
     "load_token",
+    "token_file_path",
     "transport_security",
 ]
 
@@ -92,6 +104,91 @@ def load_token(token_file: str | None, *, environ: dict[str, str] | None = None)
             "with no spaces (try: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
     return token
+
+
+def token_file_path(workspace: str | os.PathLike[str] | None, port: int) -> Path:
+    """Where :func:`issue_token` writes the token of a ``serve`` on ``port``: the workspace's
+    state folder (:func:`~octos_tools.state_dir.workspace_state_dir`), or the state root
+    without a workspace; file ``mcp-http-<port>.token``."""
+    from ..state_dir import state_root, workspace_state_dir
+
+    folder = workspace_state_dir(workspace) if workspace is not None else state_root()
+    return folder / f"mcp-http-{port}.token"
+
+
+def issue_token(path: Path) -> str:
+    """A fresh random token (32 bytes, URL-safe base64), written to ``path`` with mode
+    ``0600`` (readable by this user only; an older file there is replaced).
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    token = secrets.token_urlsafe(32)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (token + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return token
+
+
+class RequireBearer:
+    """ASGI middleware: a request without ``Authorization: Bearer <token>`` gets ``401``
+    before anything else happens (its body is never read; no other layer runs).
+
+    Args:
+        app: the ASGI app behind the check.
+        token: the shared secret (compared in constant time), or ``None`` for no check.
+        on_admit: called with the ASGI scope's ``client`` of every request that passes
+            (:meth:`~octos_tools.mcp.connections.ConnectionGate.admit`).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        token: str | None,
+        on_admit: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.app = app
+        self._expected = f"bearer {token}".encode() if token is not None else None
+        self._on_admit = on_admit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self._expected is not None and not self._authorized(scope):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="octos-tools"'),
+                    ],
+                }
+            )
+            body = b'{"error": "invalid_token", "error_description": "bearer token required"}'
+            await send({"type": "http.response.body", "body": body})
+            return
+        if self._on_admit is not None:
+            self._on_admit(scope.get("client"))
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        assert self._expected is not None
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, rest = bytes(value).partition(b" ")
+                given = scheme.lower() + b" " + rest.strip()
+                return hmac.compare_digest(given, self._expected)
+        return False
 
 
 class StaticTokenVerifier:

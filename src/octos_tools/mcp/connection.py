@@ -110,6 +110,7 @@ class McpConnection:
         self._gen: _Generation | None = None
         self._lock = anyio.Lock()
         self._closed = False
+        self._cap: Any = None
 
     def _make_client(self) -> Client:
         from mcp import Client, StdioServerParameters
@@ -127,10 +128,15 @@ class McpConnection:
             target = _HttpTransport(streamable_http_client(cfg.url, http_client=http), http)
         else:
             assert cfg.command is not None
+            from .stdio_client import CappedStdioTransport, ReplyCap
+
             argv, env = _sandboxed(cfg, cfg.cwd or self.cwd, self.cwd)
-            target = StdioServerParameters(
+            params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=env or None, cwd=cfg.cwd or self.cwd
             )
+            # our reader: linear in the reply, capped at max_reply_bytes
+            self._cap = ReplyCap(cfg.max_reply_bytes)
+            target = CappedStdioTransport(params, self._cap)
         return Client(
             target, cache=None, client_info=_client_info(), message_handler=self._on_message
         )
@@ -325,6 +331,14 @@ class McpConnection:
                         f"MCP server {self.name!r} refused {tool!r}: {_describe(exc)}",
                     ) from None
                 self._mark_broken(client)
+                if self._cap is not None and self._cap.overflowed:
+                    raise ToolError(
+                        ErrorKind.REPLY_TOO_LARGE,
+                        f"MCP server {self.name!r} sent a message of more than "
+                        f"{self._cap.limit:,} bytes (mcp_servers.{self.name}.max_reply_bytes) "
+                        f"answering {tool!r}; the connection was reset and the server will be "
+                        "restarted on the next call",
+                    ) from None
                 if attempt + 1 < attempts:
                     logger.info("MCP server %r connection closed; retrying once", self.name)
                     continue

@@ -4,8 +4,11 @@ protocol → Transports → Streamable HTTP*), on the SDK's session manager and 
 * One endpoint, ``/mcp`` by default; any other path gets a ``404`` whose JSON body names
   the endpoint's URL (a client configured with the wrong path learns the right one).
 * Request bodies over the limit get ``413`` (the SDK's check).
-* Who may call is decided by :mod:`octos_tools.mcp.auth` (Host / Origin lists; a bearer
-  token for remote binds, checked by the SDK's bearer middleware).
+* Who may call is decided by :mod:`octos_tools.mcp.auth`: a bearer token on every request
+  (checked first, by :class:`~octos_tools.mcp.auth.RequireBearer`), then the Host / Origin
+  lists (the SDK's checks).
+* How many connections are held, and for how long, by :mod:`octos_tools.mcp.connections`
+  (uvicorn's h11 protocol with a :class:`~octos_tools.mcp.connections.ConnectionGate`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from .connections import ConnectionGate, ConnectionLimits
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
@@ -47,8 +52,15 @@ class HttpOptions:
         path: the endpoint path.
         json_response: answer plain JSON instead of SSE where the protocol allows.
         security: the Host / Origin checks (:func:`~octos_tools.mcp.auth.transport_security`).
-        token: the bearer token every request must carry, or ``None`` for none.
+        token: the bearer token every request must carry, or ``None`` for none (only
+            with ``no_auth``).
+        no_auth: serve without a token (``--no-auth``; loopback only).
         max_body_bytes: the request body limit in bytes.
+        limits: the connection caps and timeouts.
+
+    Raises:
+        ValueError: ``token`` is ``None`` without ``no_auth``, or ``no_auth`` on a remote
+            bind (a programmer's mistake: every bind is authenticated).
     """
 
     def __init__(
@@ -60,15 +72,24 @@ class HttpOptions:
         json_response: bool = False,
         security: TransportSecuritySettings | None = None,
         token: str | None = None,
+        no_auth: bool = False,
         max_body_bytes: int = 4 * 1024 * 1024,
+        limits: ConnectionLimits | None = None,
     ) -> None:
+        from .auth import is_loopback
+
+        if token is None and not no_auth:
+            raise ValueError("an HTTP bind needs a bearer token (or no_auth=True on loopback)")
+        if no_auth and not is_loopback(host):
+            raise ValueError(f"no_auth is for loopback binds only, not {host!r}")
         self.host = host
         self.port = port
         self.path = path
         self.json_response = json_response
         self.security = security
-        self.token = token
+        self.token = None if no_auth else token
         self.max_body_bytes = max_body_bytes
+        self.limits = limits or ConnectionLimits()
 
 
 def _url(host: str, port: int, path: str) -> str:
@@ -113,6 +134,7 @@ async def serve_http_app(
     on_ready: Callable[[str], Awaitable[None] | None] | None = None,
     sock: socket.socket | None = None,
     on_stop: Callable[[], None] | None = None,
+    gate: ConnectionGate | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP until cancelled or the process is told to stop.
 
@@ -123,32 +145,34 @@ async def serve_http_app(
         sock: an already listening socket (:func:`bind_socket`) to serve instead of
             binding ``options.host:options.port``.
         on_stop: called when uvicorn has stopped.
+        gate: the connection bookkeeping to use (default: a new one of
+            ``options.limits``; tests read its counts).
     """
     import uvicorn
 
-    auth_kwargs: dict[str, Any] = {}
-    if options.token is not None:
-        from mcp.server.auth.settings import AuthSettings
+    from .auth import RequireBearer
+    from .connections import protocol_for
+    from .disconnect import CancelOnDisconnect
+    from .rpc_errors import RecoverIds
 
-        from .auth import StaticTokenVerifier
-
-        auth_kwargs = {
-            "auth": AuthSettings(
-                issuer_url=_url(options.host, options.port or 80, ""),  # type: ignore[arg-type]
-                resource_server_url=None,
-            ),
-            "token_verifier": StaticTokenVerifier(options.token),
-        }
+    gate = gate or ConnectionGate(options.limits)
     app = server.streamable_http_app(
         streamable_http_path=options.path,
         json_response=options.json_response,
         host=options.host,
         transport_security=options.security,
         max_request_body_size=options.max_body_bytes,
-        **auth_kwargs,
     )
     bound: list[int] = [options.port]
-    wrapped = _WrongPath(app, options.path, lambda: _url(options.host, bound[0], options.path))
+    wrapped = RequireBearer(
+        _WrongPath(
+            CancelOnDisconnect(RecoverIds(app, options.max_body_bytes), options.max_body_bytes),
+            options.path,
+            lambda: _url(options.host, bound[0], options.path),
+        ),
+        options.token,
+        on_admit=gate.admit,
+    )
     config = uvicorn.Config(
         wrapped,
         host=options.host,
@@ -157,6 +181,12 @@ async def serve_http_app(
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=2,
+        http=protocol_for(gate),
+        timeout_keep_alive=options.limits.idle_timeout,
+        h11_max_incomplete_event_size=options.limits.max_header_bytes,
+        # asyncio accepts up to `backlog` sockets per wake-up before any connection_made
+        # runs: a small batch keeps a flood from exhausting the file limit in one go
+        backlog=options.limits.accept_batch,
     )
     uv = uvicorn.Server(config)
 

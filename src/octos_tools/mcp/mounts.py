@@ -45,7 +45,18 @@ if TYPE_CHECKING:
     from ..context import ToolContext
     from ..registry import ToolRegistry
 
-__all__ = ["McpMounts", "McpTool", "mount_mcp_servers"]
+
+def server_is_read_only(config: McpServerConfig | None) -> bool:
+    """Whether the mounted server ``config`` runs where it cannot write: a stdio server under
+    the read-only sandbox (``[mcp_servers.NAME] sandbox = "read-only"``, the default). An
+    HTTP server, or one in another mode, is not confined: under ``--read-only`` none of its
+    tools is kept, whatever its ``readOnlyHint`` says."""
+    if config is None or config.url is not None:
+        return False
+    return getattr(config, "sandbox", None) == "read-only"
+
+
+__all__ = ["McpMounts", "McpTool", "mount_mcp_servers", "server_is_read_only"]
 
 logger = logging.getLogger("octos_tools.mcp.client")
 
@@ -169,7 +180,7 @@ class McpMounts:
         conn = self.connections[server]
         names: list[str] = []
         for remote in remote_tools:
-            if not self._mountable(remote):
+            if not self._mountable(remote, server):
                 continue
             name = mounted_tool_name(server, remote.name, self.registry)
             if name != f"{server}__{remote.name}":
@@ -213,7 +224,7 @@ class McpMounts:
                 for name in self.tools[server]
                 if isinstance(tool := self.registry.get(name), McpTool)
             }
-            wanted = {r.name: r for r in remote_tools if self._mountable(r)}
+            wanted = {r.name: r for r in remote_tools if self._mountable(r, server)}
             deferred = any(self.registry.is_deferred(n) for n in current.values())
             names: list[str] = []
             for remote_name, name in current.items():
@@ -251,9 +262,15 @@ class McpMounts:
             return False
         return True
 
-    def _mountable(self, remote: types.Tool) -> bool:
+    def _mountable(self, remote: types.Tool, server: str) -> bool:
+        """Under ``--read-only``, a tool counts as writing nothing only when it says so
+        (``readOnlyHint``) AND its server cannot write anyway (:func:`server_is_read_only`):
+        a hint is the server's claim, not a guarantee."""
+        if not self.read_only:
+            return True
         ann = remote.annotations
-        return not self.read_only or (ann is not None and bool(ann.read_only_hint))
+        hinted = ann is not None and bool(ann.read_only_hint)
+        return hinted and server_is_read_only(self.servers.get(server))
 
     async def _stop_all(self) -> None:
         with anyio.CancelScope(shield=True):

@@ -45,7 +45,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
 from .approval import InputRequiredApproval, approval_via_elicitation
-from .auth import LOOPBACK_HOSTS, is_loopback, transport_security
+from .auth import LOOPBACK_HOSTS, is_loopback, issue_token, token_file_path, transport_security
+from .connections import ConnectionGate, ConnectionLimits
 from .elicitation import supports_elicitation, user_input_via_elicitation
 from .http import HttpOptions, bind_socket, serve_http_app
 from .results import META_KEY, result_to_mcp
@@ -395,8 +396,11 @@ class OctosMcpServer:
         on_ready: Callable[[str], Awaitable[None] | None] | None = None,
         sock: socket.socket | None = None,
         token: str | None = None,
+        no_auth: bool = False,
         allowed_hosts: list[str] | tuple[str, ...] = (),
         allowed_origins: list[str] | tuple[str, ...] = (),
+        limits: ConnectionLimits | None = None,
+        gate: ConnectionGate | None = None,
     ) -> None:
         """Serve streamable HTTP at ``http://host:port{path}`` until cancelled.
 
@@ -410,12 +414,17 @@ class OctosMcpServer:
             on_ready: called with the endpoint URL once the socket listens.
             sock: an already listening socket (:func:`bind_socket`) to serve instead of
                 binding ``host:port``; ``host`` still decides the Host/Origin checks.
-            token: the bearer token every request must carry (``None``: no token).
+            token: the bearer token every request must carry.
+            no_auth: serve without a token (loopback only; ``token`` is then ignored).
             allowed_hosts / allowed_origins: see
                 :func:`~octos_tools.mcp.auth.transport_security`.
+            limits: connection caps and timeouts
+                (:class:`~octos_tools.mcp.connections.ConnectionLimits`).
+            gate: the connection bookkeeping (default: a new one of ``limits``).
 
         Raises:
             ConfigError: a remote wildcard bind without ``allowed_hosts``.
+            ValueError: no ``token`` and no ``no_auth``, or ``no_auth`` on a remote bind.
         """
         options = HttpOptions(
             host,
@@ -426,7 +435,9 @@ class OctosMcpServer:
                 host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
             ),
             token=token,
+            no_auth=no_auth,
             max_body_bytes=self.max_message_bytes,
+            limits=limits,
         )
         with self._holding_state_folder():
             async with anyio.create_task_group() as tg:
@@ -437,6 +448,7 @@ class OctosMcpServer:
                     on_ready=on_ready,
                     sock=sock,
                     on_stop=self.listen_handler.close,
+                    gate=gate,
                 )
                 tg.cancel_scope.cancel()
 
@@ -478,9 +490,11 @@ async def run_server(
     exit_on_signal: bool = False,
     evict: bool = False,
     token: str | None = None,
+    no_auth: bool = False,
     allowed_hosts: list[str] | tuple[str, ...] = (),
     allowed_origins: list[str] | tuple[str, ...] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     """Serve ``registry`` on ``transport`` (``"stdio"`` or ``"http"``) until the client
     leaves (stdio) or the process is interrupted (HTTP).
@@ -488,6 +502,11 @@ async def run_server(
     On start one line goes to ``stderr``: the absolute workspace, the transport (the URL
     for HTTP) and how many tools a new session sees; serving the filesystem root or the home
     folder adds a warning line. See :class:`OctosMcpServer` for the other arguments.
+
+    HTTP without ``token`` and without ``no_auth``: a fresh token is written to a ``0600``
+    file (:func:`~octos_tools.mcp.auth.token_file_path` for the bound port), and a line
+    before the ``listening on`` line names that file (never the token); the file is
+    removed when serving ends. ``no_auth`` prints a warning line instead.
     """
     err = stderr if stderr is not None else sys.stderr
     server = OctosMcpServer(
@@ -525,16 +544,50 @@ async def run_server(
             profiler.dump_stats(profile_to)
         return
 
+    token_file: Path | None = None
+    if no_auth:
+        say(
+            "octos-tools: warning: --no-auth: any local user or program that can reach "
+            f"{host} can call every tool with your rights"
+        )
+    elif token is None:
+        bound = sock.getsockname()[1] if sock is not None else port
+        if bound == 0:
+            sock = bind_socket(host, 0)
+            bound = sock.getsockname()[1]
+        token_file = token_file_path(root, bound)
+        token = issue_token(token_file)
+        say(
+            f"octos-tools: bearer token in {token_file} (readable by this user only; "
+            "send 'Authorization: Bearer <its first line>')"
+        )
+
     def ready(url: str) -> None:
-        auth = ", bearer token required" if token else ""
+        auth = "" if no_auth else ", bearer token required"
         say(f"octos-tools: serving {where} over HTTP, listening on {url} ({count} tools{auth})")
 
-    await server.serve_http(
-        host,
-        port,
-        on_ready=ready,
-        sock=sock,
-        token=token,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-    )
+    async def stop_on_signal(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as sigs:
+            await anext(sigs)
+        scope.cancel()  # unwinds: the token file is removed below
+
+    try:
+        async with anyio.create_task_group() as tg:
+            if exit_on_signal:
+                tg.start_soon(stop_on_signal, tg.cancel_scope)
+            await server.serve_http(
+                host,
+                port,
+                on_ready=ready,
+                sock=sock,
+                token=token,
+                no_auth=no_auth,
+                allowed_hosts=allowed_hosts,
+                allowed_origins=allowed_origins,
+                limits=limits,
+            )
+            tg.cancel_scope.cancel()
+    finally:
+        if token_file is not None:
+            with contextlib.suppress(OSError):
+                token_file.unlink()

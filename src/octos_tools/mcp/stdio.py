@@ -41,6 +41,8 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from .rpc_errors import envelope_error
+
 if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
 
@@ -83,36 +85,23 @@ def _recover_id(head: bytes, tail: bytes) -> str | int | None:
 
 def invalid_line_reply(exc: Exception) -> types.JSONRPCError | None:
     """The JSON-RPC error answering a line the SDK could not decode, or ``None`` when none
-    is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5).
-
-    ``-32700`` (id null) for text that is not JSON; ``-32602`` for a request whose
-    ``params`` are not an object; ``-32600`` for anything else. The request id is recovered
-    when the envelope has a usable one, so the client is not left waiting.
+    is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5); the id is
+    recovered whenever it can be read (:func:`~octos_tools.mcp.rpc_errors.envelope_error`).
     """
     if not isinstance(exc, ValidationError):
         return None
     errors = exc.errors()
-    if any(e["type"] == "json_invalid" for e in errors):
-        return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
+    raw = next((e["input"] for e in errors if e["type"] == "json_invalid"), None)
+    if raw is not None:
+        if not isinstance(raw, str | bytes):
+            return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
+        return envelope_error(raw, undecodable=True)
     envelope = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)
     if envelope is None:
         return _rpc_error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
-    if "method" not in envelope:
-        has_outcome = "result" in envelope or "error" in envelope
-        return None if has_outcome else _rpc_error(None, -32600, "Invalid request")
-    rid = envelope.get("id")
-    if "id" not in envelope:
-        return None
-    if isinstance(rid, bool) or not isinstance(rid, str | int):
-        return _rpc_error(None, -32600, "Invalid request: id must be a string or an integer")
-    if (
-        envelope.get("jsonrpc") == "2.0"
-        and isinstance(envelope.get("method"), str)
-        and "params" in envelope
-        and not isinstance(envelope["params"], dict)
-    ):
-        return _rpc_error(rid, -32602, "Invalid params: params must be an object")
-    return _rpc_error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
+    import json
+
+    return envelope_error(json.dumps(envelope), undecodable=False)
 
 
 class CappedLines:

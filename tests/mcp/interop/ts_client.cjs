@@ -2,7 +2,7 @@
 // (@modelcontextprotocol/sdk), as a stock MCP host would. Run by tests/mcp/test_interop.py.
 //
 //   node ts_client.cjs stdio <scenario-json-file> <command> [args...]
-//   node ts_client.cjs http  <scenario-json-file> <url>
+//   MCP_TOKEN=<bearer token> node ts_client.cjs http  <scenario-json-file> <url>
 //
 // The scenario file is {"calls": [{"name", "arguments"}...], "activate": [...]}.
 // Prints one JSON object on stdout: {"tools": [...], "results": [...], "listChanged": n,
@@ -33,7 +33,10 @@ async function main() {
       stderr: "pipe",
     });
   } else {
-    transport = new StreamableHTTPClientTransport(new URL(target[0]));
+    // serve's bearer token (MCP_TOKEN, read by the test from the file serve names on stderr)
+    const token = process.env.MCP_TOKEN;
+    const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+    transport = new StreamableHTTPClientTransport(new URL(target[0]), { requestInit });
   }
   await client.connect(transport);
   const listed = await client.listTools();

@@ -83,14 +83,14 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
     """Register ``shell``, ``exec_command``, ``bash`` and ``write_stdin`` (octos order).
 
     The four tools share one :class:`SessionManager` bounded by
-    ``config.shell.max_sessions``, and one sandbox
-    (:func:`octos_tools.sandbox.settings_from_config`).
+    ``config.shell.max_sessions`` (and ``max_sessions_per_client`` per host session), and
+    one sandbox (:func:`octos_tools.sandbox.settings_from_config`).
     """
     from ...sandbox import settings_from_config
 
     box = settings_from_config(config, config_path=config.source_path)
-    sessions = SessionManager(config.shell.max_sessions)
     policy = config.approval_policy
+    sessions = SessionManager(config.shell.max_sessions, config.shell.max_sessions_per_client)
     registry.register(ShellTool(workspace, config.shell, sessions, box, policy))
     registry.register(ExecCommandTool(workspace, config.shell, sessions, box, policy))
     registry.register(BashTool(workspace, config.shell, sessions, box, policy))

@@ -1,12 +1,15 @@
 """``exec_command`` sessions (Codex ``exec_command`` / ``write_stdin``, unified exec).
 
-A command still running after the call's yield (``yield_time_ms``, default 10 s) keeps
-running after the call returns; the call gives a ``session_id`` and the output so far,
-and every later read (``write_stdin``) returns only the output produced since the
-previous read. At most ``max_sessions`` live at once
-(the least recently used idle one is closed to make room); a session is killed at its
-timeout; :meth:`SessionManager.aclose` (the registry's ``aclose``, the end of a session of
-tools) closes them all, and kills what finished commands left running in their cgroups.
+A command still running after the call's yield (``yield_time_ms``, default 10 s; ``tty``
+always) keeps running after the call returns; the call gives a ``session_id`` and the output
+so far, and every later read (``write_stdin``) returns only the output produced since the
+previous read. At most ``max_sessions`` live at once in all, and ``max_per_owner`` per host
+session (one MCP session, one ``ToolSession``): to make room a host session's own least
+recently used idle session is closed, **never another host session's** (when the server is
+full and the caller has nothing idle of its own, the start is refused with
+``unavailable``); a session is killed at its timeout; :meth:`SessionManager.aclose` (the
+registry's ``aclose``, the end of a session of tools) closes them all, and kills what
+finished commands left running in their cgroups.
 """
 
 from __future__ import annotations
@@ -93,12 +96,14 @@ class SessionManager:
     """The live exec sessions of one registry, shared by the command tools.
 
     Args:
-        max_sessions: sessions alive at most; starting one more closes the least recently
-            used idle session.
+        max_sessions: sessions alive at most, all host sessions together.
+        max_per_owner: sessions alive at most per host session (default: a quarter of
+            ``max_sessions``, at least 1), so that no client fills the table.
     """
 
-    def __init__(self, max_sessions: int = 64) -> None:
+    def __init__(self, max_sessions: int = 64, max_per_owner: int | None = None) -> None:
         self.max_sessions = max_sessions
+        self.max_per_owner = max_per_owner or max(1, max_sessions // 4)
         self._sessions: dict[str, ExecSession] = {}
         self._leftovers: list[RunningCommand] = []
         self._counter = 0
@@ -158,15 +163,23 @@ class SessionManager:
         """
         if self._closed:
             raise ToolError(ErrorKind.UNAVAILABLE, "the exec session manager is closed")
-        while len(self._sessions) >= self.max_sessions:
-            idle = [s for s in self._sessions.values() if not s.busy]
+        while True:
+            own = [s for s in self._sessions.values() if s.owner is owner]
+            if len(own) < self.max_per_owner and len(self._sessions) < self.max_sessions:
+                break
+            idle = [s for s in own if not s.busy]
             if not idle:
+                cap = (
+                    f"this client's {self.max_per_owner}"
+                    if len(own) >= self.max_per_owner
+                    else f"the server's {self.max_sessions}"
+                )
                 raise ToolError(
                     ErrorKind.UNAVAILABLE,
-                    f"all {self.max_sessions} exec sessions are in use; wait for one to end",
+                    f"all {cap} exec sessions are in use; wait for one to end or close one "
+                    "(write_stdin with Ctrl-C, or let it exit)",
                 )
-            oldest = min(idle, key=lambda s: s.last_used)
-            await self.close(oldest.id)
+            await self.close(min(idle, key=lambda s: s.last_used).id)
         proc = await RunningCommand.start(
             command,
             cwd=cwd,

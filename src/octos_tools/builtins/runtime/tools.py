@@ -119,7 +119,11 @@ class _CommandTool(WorkspaceTool):
     ) -> None:
         super().__init__(workspace)
         self.config = config
-        self.sessions = sessions if sessions is not None else SessionManager(config.max_sessions)
+        self.sessions = (
+            sessions
+            if sessions is not None
+            else SessionManager(config.max_sessions, config.max_sessions_per_client)
+        )
         self.sandbox = sandbox
         self.approval_policy = approval_policy
 
