@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -324,3 +325,37 @@ def test_an_approved_escalation_runs_that_command_outside_the_sandbox(
     plain = asyncio.run(tool.run(tool.Args(cmd=f"echo y > {outside}"), ctx))
     assert plain.structured_metadata["exit_code"] != 0 and not outside.exists()
     outside_dir.rmdir()
+
+
+@needs_engine
+@pytest.mark.parametrize("engine", USABLE)
+@pytest.mark.parametrize(
+    "rel", [".config/gh/hosts.yml", ".cargo/credentials.toml", ".pgpass", ".config/hub"]
+)
+def test_cli_and_database_tokens_are_unreadable(tmp_path: Path, engine: str, rel: str) -> None:
+    # Not under /tmp: bubblewrap mounts a private /tmp, which would hide the file anyway.
+    home = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    secret = home / rel
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("TOKEN-XYZ\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine=engine, home=str(home))
+    spawn = wrap_command(["cat", str(secret)], ws, {"PATH": "/usr/bin:/bin"}, box, ws)
+    try:
+        done = subprocess.run(
+            spawn.argv,
+            cwd=ws,
+            env=spawn.env,
+            preexec_fn=spawn.preexec,
+            pass_fds=spawn.pass_fds,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    finally:
+        spawn.close()
+        shutil.rmtree(home, ignore_errors=True)
+    assert "TOKEN-XYZ" not in done.stdout
+    assert done.returncode != 0 and "seccomp" not in done.stderr

@@ -50,6 +50,12 @@ CREDENTIAL_STORES: tuple[str, ...] = (
     ".gnupg",
     ".npmrc",
     ".pypirc",
+    ".config/gh",
+    ".config/hub",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".pgpass",
+    ".terraform.d/credentials.tfrc.json",
 )
 """Credential stores under the home folder that commands never read."""
 
