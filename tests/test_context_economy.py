@@ -201,10 +201,7 @@ def _undescribed(schema: dict[str, Any], prefix: str = "") -> list[str]:
 
 def test_every_parameter_of_every_listable_tool_is_described(tmp_path: Path) -> None:
     registry = build_registry(Config(), tmp_path, defer=False)
-    missing = {
-        tool.name: _undescribed(tool.input_schema)
-        for tool in registry.tools()
-    }
+    missing = {tool.name: _undescribed(tool.input_schema) for tool in registry.tools()}
     assert {n: m for n, m in missing.items() if m} == {}
 
 

@@ -365,9 +365,7 @@ class ExecCommandTool(_CommandTool):
         sandbox_permissions: Literal["use_default", "require_escalated"] | None = Field(
             None, description="require_escalated: ask user to run unsandboxed."
         )
-        justification: str | None = Field(
-            None, description="Why, for require_escalated."
-        )
+        justification: str | None = Field(None, description="Why, for require_escalated.")
         command: SkipJsonSchema[str | None] = None
         shell: SkipJsonSchema[str | None] = None
         login: SkipJsonSchema[bool | None] = None
