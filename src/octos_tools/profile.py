@@ -54,7 +54,6 @@ DEFAULT_LISTED: tuple[str, ...] = (
     "update_plan",
     "request_user_input",
     "git",
-    "code_structure",
     "tool_search",
 )
 """Built-in tools the default profile lists on every request (in registration order on the

@@ -89,10 +89,28 @@ def _registry(config: Config, tmp_path: Path) -> ToolRegistry:
     return build_registry(config, ws, builtins=False)
 
 
-def _pid(text: str) -> int:
+def _pid(text: str, script: Path) -> int:
+    """The host pid of the server that answered: it prints its own pid, which inside the
+    sandbox's pid namespace (bubblewrap) is the namespace's, so the server process is found
+    by its ``NSpid`` line (the newest match: an older generation has been stopped)."""
     match = re.search(r"pid=(\d+)", text)
     assert match, text
-    return int(match.group(1))
+    reported = int(match.group(1))
+    found: list[tuple[float, int]] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status") as fh:
+                nspid = next((line.split()[1:] for line in fh if line.startswith("NSpid:")), [])
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+            started = os.stat(f"/proc/{entry.name}").st_mtime
+        except OSError:
+            continue
+        if nspid and int(nspid[-1]) == reported and os.fsencode(script) in cmdline:
+            found.append((started, int(entry.name)))
+    return max(found)[1] if found else reported
 
 
 def _alive(pid: int) -> bool:
@@ -133,7 +151,7 @@ async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script
         ok = await registry.execute("fx__measure", POINTS)
         assert ok.success, ok.output
         assert ok.output.startswith("d2=25")
-        first_pid = _pid(ok.output)
+        first_pid = _pid(ok.output, server_script)
 
         # Our registry validates through the $ref before anything leaves the process.
         bad = await registry.execute("fx__measure", {"a": {"x": 0}, "b": {"x": 1, "y": 1}})
@@ -148,7 +166,7 @@ async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script
         # ... and the next call still works, on a fresh server process.
         again = await registry.execute("fx__measure", POINTS)
         assert again.success, again.output
-        second_pid = _pid(again.output)
+        second_pid = _pid(again.output, server_script)
         assert second_pid != first_pid
         assert mounts.connections["fx"].starts == 2
 
@@ -159,7 +177,7 @@ async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script
                 await anyio.sleep(0.05)
         revived = await registry.execute("fx__measure", POINTS)
         assert revived.success, revived.output
-        third_pid = _pid(revived.output)
+        third_pid = _pid(revived.output, server_script)
         assert third_pid != second_pid
 
         # An Exclusive call on a dead server: typed `unavailable`, then a restart.
@@ -171,7 +189,7 @@ async def test_mount_call_timeout_restart_and_stop(tmp_path: Path, server_script
         assert down.error_kind is ErrorKind.UNAVAILABLE, down.output
         up = await registry.execute("fx__hang", {"seconds": 0})
         assert up.success, up.output
-        last_pid = _pid(up.output)
+        last_pid = _pid(up.output, server_script)
     # Every server is stopped on exit.
     with anyio.fail_after(10):
         while _alive(last_pid):

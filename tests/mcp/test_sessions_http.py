@@ -155,7 +155,7 @@ async def test_a_stateless_select_says_call_by_name_and_never_claims_a_load(
     served: tuple[OctosMcpServer, str, Path],
 ) -> None:
     _server, url, _ws = served
-    async with Client(url) as client:  # 2026-07-28: each request on its own
+    async with Client(transport(url, TOKEN)) as client:  # 2026-07-28: each request on its own
         before = _names(await client.list_tools())
         found = await client.call_tool("tool_search", {"query": "select:web_fetch"})
         assert not found.is_error
@@ -165,7 +165,7 @@ async def test_a_stateless_select_says_call_by_name_and_never_claims_a_load(
         assert "Call web_fetch by name" in text.text
         assert _names(await client.list_tools()) == before
     # a 2025 session does load it, and says so
-    async with Client(url, mode="legacy") as legacy:
+    async with Client(transport(url, TOKEN), mode="legacy") as legacy:
         found = await legacy.call_tool("tool_search", {"query": "select:web_fetch"})
         text = found.content[0]
         assert isinstance(text, types.TextContent) and "Loaded" in text.text

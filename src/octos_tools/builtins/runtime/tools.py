@@ -347,8 +347,8 @@ class ExecCommandTool(_CommandTool):
     name = "exec_command"
     title = "Run a command (sessions)"
     description = (
-        "Run a shell command in the workspace. Returns exit code and output, or after "
-        "yield_time_ms a session_id to poll with write_stdin."
+        "Run a shell command in the workspace: exit code and output, or after yield_time_ms "
+        "a session_id for write_stdin."
     )
 
     class Args(ToolArgs):
@@ -358,16 +358,14 @@ class ExecCommandTool(_CommandTool):
         workdir: str | None = Field(None, description="Folder to run in.")
         timeout_secs: int | None = Field(None, description="Kill after (120, max 600).")
         yield_time_ms: int | None = Field(
-            None, description="Wait before returning a session (10000)."
+            None, description="Wait before becoming a session (10000)."
         )
         max_output_tokens: int | None = Field(None, description="Output cap.")
         tty: bool = Field(False, description="Use a pty.")
         sandbox_permissions: Literal["use_default", "require_escalated"] | None = Field(
             None, description="require_escalated: ask user to run unsandboxed."
         )
-        justification: str | None = Field(
-            None, description="Question for the user, with require_escalated."
-        )
+        justification: str | None = Field(None, description="Why, for require_escalated.")
         command: SkipJsonSchema[str | None] = None
         shell: SkipJsonSchema[str | None] = None
         login: SkipJsonSchema[bool | None] = None
