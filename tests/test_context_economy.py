@@ -184,8 +184,6 @@ async def test_discovery_ranks_the_right_tool_in_the_top_three(mounted: ToolRegi
 SERVE_BUDGET = 1400
 """Most o200k_base tokens of what ``serve`` lists by default to a client without
 elicitation (README: "13 tools, about 1,400 tokens")."""
-UNDESCRIBED_FOR_NOW = frozenset({"exec_command", "write_stdin"})
-"""Tools whose parameters are described with the default-yield rework of the command tools."""
 
 
 def _undescribed(schema: dict[str, Any], prefix: str = "") -> list[str]:
@@ -203,11 +201,7 @@ def _undescribed(schema: dict[str, Any], prefix: str = "") -> list[str]:
 
 def test_every_parameter_of_every_listable_tool_is_described(tmp_path: Path) -> None:
     registry = build_registry(Config(), tmp_path, defer=False)
-    missing = {
-        tool.name: _undescribed(tool.input_schema)
-        for tool in registry.tools()
-        if tool.name not in UNDESCRIBED_FOR_NOW
-    }
+    missing = {tool.name: _undescribed(tool.input_schema) for tool in registry.tools()}
     assert {n: m for n, m in missing.items() if m} == {}
 
 
