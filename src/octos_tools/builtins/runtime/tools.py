@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from ..._progress import heartbeat
 from ...approval import require_approval
 from ...config import ShellConfig
 from ...context import ApprovalRequest, ToolContext
@@ -270,8 +271,6 @@ class _CommandTool(WorkspaceTool):
         ``sandbox_mode`` is :meth:`_check_policy`'s answer (``None``: the configured mode).
         While it runs, a progress heartbeat goes to ``ctx``'s reporter
         (:mod:`octos_tools._progress`)."""
-        from ..._progress import heartbeat
-
         capture = OutputCapture(limit)
         started = time.monotonic()
         async with heartbeat(ctx, f"running: {command[:80]}", total=timeout):
@@ -397,25 +396,30 @@ class ExecCommandTool(_CommandTool):
             workspace=Path(self.workspace_for(ctx).root),
         )
         yield_secs = max(0, min(wait_ms, MAX_YIELD_MS)) / 1000
-        with session.in_use():
-            try:
-                if not args.tty and args.yield_time_ms is None:
-                    # the plain call: an end within the yield reads as a finished command
-                    if await session.wait_exit(yield_secs):
-                        self.sessions.forget(session.id)
-                        return completion_result(
-                            session.proc,
-                            session.proc.killed_by != "timeout",
-                            timeout,
-                            time.monotonic() - session.created,
-                            limit,
-                            {"codex_tool": self.name, **({"sandbox_mode": mode} if mode else {})},
-                        )
-                    yield_secs = 0
-                text, running, code = await session.poll(yield_secs, limit)
-            except BaseException:
-                await self.sessions.close(session.id)
-                raise
+        # progress heartbeats while the call waits (the default call waits 10 s)
+        async with heartbeat(ctx, f"running: {command[:80]}", total=timeout):
+            with session.in_use():
+                try:
+                    if not args.tty and args.yield_time_ms is None:
+                        # the plain call: an end within the yield reads as a finished command
+                        if await session.wait_exit(yield_secs):
+                            self.sessions.forget(session.id)
+                            return completion_result(
+                                session.proc,
+                                session.proc.killed_by != "timeout",
+                                timeout,
+                                time.monotonic() - session.created,
+                                limit,
+                                {
+                                    "codex_tool": self.name,
+                                    **({"sandbox_mode": mode} if mode else {}),
+                                },
+                            )
+                        yield_secs = 0
+                    text, running, code = await session.poll(yield_secs, limit)
+                except BaseException:
+                    await self.sessions.close(session.id)
+                    raise
         return session_result(session, text, running, code, self.sessions, self.name)
 
 
