@@ -30,7 +30,7 @@ class HttpServe:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
 
-def start_http(argv: list[str], *, timeout: float = 30, **popen: object) -> HttpServe:
+def start_http(argv: list[str], *, timeout: float = 90, **popen: object) -> HttpServe:
     """Run ``argv`` (an HTTP serve command) until it prints its ``listening on`` line.
 
     Raises:
