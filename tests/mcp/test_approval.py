@@ -139,3 +139,22 @@ async def test_over_stdio_accept_decline_and_none(workspace: Path, mode: str) ->
         done = await client.call_tool("exec_command", {"cmd": RISKY})
     assert not done.is_error, _text(done)
     assert len(yes.asked) == 1 and not (workspace / "build").exists()
+
+
+@pytest.mark.parametrize(
+    ("answer", "yes"),
+    [
+        ({"action": "accept", "content": {"approve": True}}, True),
+        ({"action": "accept", "content": {"approve": False}}, False),
+        ({"action": "accept"}, False),  # the required field missing: fail closed
+        ({"action": "accept", "content": {}}, False),
+        ({"action": "accept", "content": {"approve": "true"}}, False),
+        ({"action": "decline", "content": {"approve": True}}, False),
+        (types.ElicitResult(action="accept", content={"approve": True}), True),
+        (types.ElicitResult(action="accept"), False),
+    ],
+)
+def test_only_an_explicit_approve_true_is_a_yes(answer: object, yes: bool) -> None:
+    from octos_tools.mcp.approval import approved
+
+    assert approved(answer) is yes

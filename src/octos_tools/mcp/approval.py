@@ -61,15 +61,16 @@ def input_key(request: ApprovalRequest) -> str:
 
 
 def approved(result: Any) -> bool:
-    """Whether an ``ElicitResult`` (or its JSON form) says yes: ``accept`` and ``approve``
-    not false."""
+    """Whether an ``ElicitResult`` (or its JSON form) says yes: ``accept`` with
+    ``approve: true``. Fails closed: an accept without the required field (or with
+    anything but ``true``) is not a yes."""
     if isinstance(result, dict):
         action, content = result.get("action"), result.get("content")
     else:
         action, content = getattr(result, "action", None), getattr(result, "content", None)
     if action != "accept":
         return False
-    return not (isinstance(content, dict) and content.get("approve") is False)
+    return isinstance(content, dict) and content.get("approve") is True
 
 
 def approval_via_elicitation(
