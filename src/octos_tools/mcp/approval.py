@@ -28,6 +28,7 @@ import mcp_types as types
 
 from ..context import ApprovalCallback, ApprovalRequest
 from ..errors import ErrorKind, ToolError
+from .elicitation import elicit_unless_gone
 
 if TYPE_CHECKING:
     from mcp.server.session import ServerSession
@@ -88,34 +89,17 @@ def approval_via_elicitation(
     """
 
     async def approve(request: ApprovalRequest) -> bool:
-        answers: list[Any] = []
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def elicit() -> None:
-                    answers.append(
-                        await session.elicit_form(
-                            request.prompt(),
-                            APPROVAL_SCHEMA,  # type: ignore[arg-type]
-                            related_request_id,
-                        )
-                    )
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    if gone is not None:
-                        await gone.wait()
-                        tg.cancel_scope.cancel()
-
-                tg.start_soon(elicit)
-                tg.start_soon(watch)
+            answer = await elicit_unless_gone(
+                session, request.prompt(), APPROVAL_SCHEMA, related_request_id, gone
+            )
         except Exception as exc:  # noqa: BLE001 - any transport or client refusal
             raise ToolError(
                 ErrorKind.APPROVAL_REQUIRED, f"the client could not ask the user ({exc})"
             ) from None
-        if not answers:
+        if answer is None:
             raise ToolError(ErrorKind.APPROVAL_REQUIRED, "the client left before the user answered")
-        return approved(answers[0])
+        return approved(answer)
 
     return approve
 

@@ -20,7 +20,12 @@ from ..errors import ErrorKind, ToolError
 if TYPE_CHECKING:
     from mcp.server.session import ServerSession
 
-__all__ = ["elicitation_form", "supports_elicitation", "user_input_via_elicitation"]
+__all__ = [
+    "elicit_unless_gone",
+    "elicitation_form",
+    "supports_elicitation",
+    "user_input_via_elicitation",
+]
 
 
 def supports_elicitation(capabilities: Any) -> bool:
@@ -98,35 +103,20 @@ def user_input_via_elicitation(
 
     async def ask(request: dict[str, Any]) -> Any:
         message, schema, asked = elicitation_form(request)
-        answers: list[Any] = []
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def elicit() -> None:
-                    answers.append(
-                        await session.elicit_form(message, schema, related_request_id)  # type: ignore[arg-type]
-                    )
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    if gone is not None:
-                        await gone.wait()
-                        tg.cancel_scope.cancel()
-
-                tg.start_soon(elicit)
-                tg.start_soon(watch)
+            answer = await elicit_unless_gone(session, message, schema, related_request_id, gone)
         except Exception as exc:  # noqa: BLE001 - any transport or client refusal
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
                 f"the client could not ask the user ({_describe(exc)}); "
                 "continue with your best judgement or state the question in your reply",
             ) from None
-        if not answers:
+        if answer is None:
             raise ToolError(
                 ErrorKind.UNAVAILABLE,
                 "the client left before the user answered; continue with your best judgement",
             )
-        result = answers[0]
+        result = answer
         if result.action != "accept":
             raise ToolError(
                 ErrorKind.CANCELLED,
@@ -146,3 +136,36 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0])
     return f"{type(exc).__name__}: {exc}"
+
+
+async def elicit_unless_gone(
+    session: ServerSession,
+    message: str,
+    schema: dict[str, Any],
+    related_request_id: str | int | None,
+    gone: anyio.Event | None,
+) -> Any:
+    """Send one ``elicitation/create`` form request on ``session`` and wait for its answer,
+    unless ``gone`` is set first (the client can no longer answer).
+
+    Returns:
+        The client's ``ElicitResult``, or ``None`` when ``gone`` was set before it came.
+
+    Raises:
+        Exception: whatever the transport or the client's refusal raised.
+    """
+    answers: list[Any] = []
+    async with anyio.create_task_group() as tg:
+
+        async def elicit() -> None:
+            answers.append(await session.elicit_form(message, schema, related_request_id))  # type: ignore[arg-type]
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            if gone is not None:
+                await gone.wait()
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(elicit)
+        tg.start_soon(watch)
+    return answers[0] if answers else None
