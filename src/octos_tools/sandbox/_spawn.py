@@ -280,6 +280,7 @@ class Sandbox:
         # private temp folder replaces /tmp
         named = [a for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
         extra = [a if os.path.isdir(a) else os.path.dirname(a) for a in (argv[0], *named)]
+        extra += _environment_roots(argv[0])
         spawn = self.wrap(argv, cwd=cwd, env=env, workspace=workspace, visible=extra)
         spawn.close()
         net = "net" if self.settings.network else "nonet"
@@ -339,3 +340,21 @@ def sandbox_for(settings: SandboxSettings) -> Sandbox:
         if box is None:
             box = _sandboxes[settings] = Sandbox(settings)
         return box
+
+
+def _environment_roots(program: str) -> list[str]:
+    """Folders a server's program needs besides its own: the virtual environment it
+    belongs to (``pyvenv.cfg`` two levels up: its ``lib/`` and the config that makes it a
+    venv) and the folder of the file it links to. Kept visible when they are under the
+    replaced ``/tmp`` (a project cloned or a venv made there)."""
+    if not os.path.isabs(program):
+        found = shutil.which(program)
+        if found is None:
+            return []
+        program = found
+    roots = []
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(program)))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        roots.append(venv)
+    roots.append(os.path.dirname(os.path.realpath(program)))
+    return roots
