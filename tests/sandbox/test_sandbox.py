@@ -359,3 +359,23 @@ def test_cli_and_database_tokens_are_unreadable(tmp_path: Path, engine: str, rel
         shutil.rmtree(home, ignore_errors=True)
     assert "TOKEN-XYZ" not in done.stdout
     assert done.returncode != 0 and "seccomp" not in done.stderr
+
+
+def test_a_mounted_servers_virtual_environment_stays_visible(tmp_path: Path) -> None:
+    """The program of a mounted server keeps its venv (``pyvenv.cfg``, ``lib/``) and the
+    folder its link points to visible under the replaced ``/tmp``: a venv made under /tmp
+    would otherwise start as a bare interpreter without its packages."""
+    from octos_tools.sandbox._spawn import _environment_roots
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    python = venv / "bin" / "python"
+    python.symlink_to(sys.executable)
+    roots = _environment_roots(str(python))
+    assert str(venv) in roots
+    assert os.path.dirname(os.path.realpath(sys.executable)) in roots
+    plain = tmp_path / "tool"
+    plain.write_text("#!/bin/sh\n")
+    assert _environment_roots(str(plain)) == [str(tmp_path)]
+    assert _environment_roots("no-such-program-here") == []
