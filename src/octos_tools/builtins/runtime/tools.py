@@ -131,12 +131,12 @@ class _CommandTool(WorkspaceTool):
     def sandbox_for_call(
         self, ctx: ToolContext | None, mode: str | None = None
     ) -> SandboxSettings | None:
-        """The sandbox a call's command runs in: ``ctx.sandbox`` when the host set one for
-        the call, else the tool's; ``mode`` is :meth:`_check_policy`'s answer, and an
-        approved escalation (:data:`.escalation.ESCALATED_MODE`) runs that one command in
-        ``danger-full-access``."""
-        override = getattr(ctx, "sandbox", None)
-        box = override if isinstance(override, SandboxSettings) else self.sandbox
+        """The sandbox a call's command runs in: the tool's; ``mode`` is
+        :meth:`_check_policy`'s answer, and an approved escalation
+        (:data:`.escalation.ESCALATED_MODE`) runs that one command in ``danger-full-access``.
+        ``ctx`` is the call's context (kept for hosts that subclass this per call)."""
+        del ctx
+        box = self.sandbox
         if mode == ESCALATED_MODE and box is not None and box.confined:
             return replace(box, mode=SandboxMode.DANGER_FULL_ACCESS, reason="approved escalation")
         return box
