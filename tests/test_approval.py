@@ -106,3 +106,52 @@ def test_call_on_a_terminal_prompts(tmp_path: Path, answer: str) -> None:
         assert b"gone" in rest and not (ws / "build").exists()
     else:
         assert b"approval_denied" in rest and (ws / "build").exists()
+
+
+def test_printable_escapes_control_and_format_characters() -> None:
+    from octos_tools.approval import printable, printable_prompt
+
+    assert printable("ls -l\tsrc") == "ls -l\\tsrc"
+    assert printable("rm -rf x\x1b[2K\rls") == "rm -rf x\\x1b[2K\\rls"
+    assert printable("a\nwhy approval is needed: none") == "a\\nwhy approval is needed: none"
+    assert printable("echo \u202eexe.txt\u200b\x7f\x9b") == "echo \\u202eexe.txt\\u200b\\x7f\\x9b"
+    assert printable("café 日本 [bold]x[/]") == "café 日本 [bold]x[/]"
+    request = ApprovalRequest("exec_command", "rm -rf b\nin: /elsewhere", "rule", cwd="/ws")
+    shown = printable_prompt(request).splitlines()
+    assert shown == [
+        "exec_command wants to run: rm -rf b\\nin: /elsewhere",
+        "in: /ws",
+        "why approval is needed: rule",
+    ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
+@pytest.mark.timeout(120)
+def test_the_terminal_prompt_shows_control_characters_escaped(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "build").mkdir(parents=True)
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO_SRC), "TERM": "dumb", "COLUMNS": "200"}
+    # a command that would clear the line and draw a harmless-looking one over itself
+    args = '{"cmd": "rm -rf build\\u001b[2K\\rls [red]x[/]"}'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "octos_tools", "call", "exec_command", args, "-w", str(ws)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        shown = _read_until(master, b"Allow it?")
+        os.write(master, b"n\r")
+        _read_until(master, b"\n__never__", timeout=30)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert b"rm -rf build\\x1b[2K\\rls [red]x[/]" in shown, shown
+    assert b"\x1b[2K" not in shown and b"build\r" not in shown
+    assert (ws / "build").exists()
