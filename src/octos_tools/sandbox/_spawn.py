@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ErrorKind, ToolError
-from . import _bubblewrap, _detect, _landlock, _protected, _seccomp
+from . import _bubblewrap, _detect, _git_guard, _landlock, _protected, _seccomp
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = ["Sandbox", "SandboxSpawn", "resolve_engine", "sandbox_for"]
@@ -37,6 +37,9 @@ class SandboxSpawn:
         engine: ``bubblewrap``, ``landlock`` or ``none`` (danger-full-access).
         mode: the mode in force.
         network: the network is on for the command.
+        guard: the git guard's view from before the command (workspace-write): call its
+            ``check()`` after the command and at each poll of its session
+            (:mod:`._git_guard`), or ``None``.
     """
 
     argv: list[str]
@@ -47,6 +50,7 @@ class SandboxSpawn:
     mode: SandboxMode = SandboxMode.DANGER_FULL_ACCESS
     network: bool = True
     _close: list[int] = field(default_factory=list, repr=False)
+    guard: _git_guard.GuardWatch | None = None
 
     def close(self) -> None:
         """Close the parent's copies of the descriptors (after the spawn)."""
@@ -183,9 +187,15 @@ class Sandbox:
             return SandboxSpawn(list(argv), env)
         network = s.network
         writable = self.writable_roots(workspace)
-        found = _protected.git_protected_paths(writable)
+        pinned = [os.path.abspath(p) for p in s.read_only_paths]
+        watch: _git_guard.GuardWatch | None = None
+        found: list[str] = []
+        if writable:
+            guard = _git_guard.guard_for(writable, [os.path.realpath(p) for p in pinned])
+            watch = guard.watch()
+            found = guard.mount_paths()
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
-        read_only = [*found, *(os.path.abspath(p) for p in s.read_only_paths)]
+        read_only = [*found, *pinned]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
             import shutil as _sh
@@ -213,7 +223,7 @@ class Sandbox:
                 visible=[os.path.realpath(p) for p in (workspace, cwd, *visible) if p],
             )
             return SandboxSpawn(
-                [*args, *argv], env, (fd,), None, engine, s.mode, network, _close=[fd]
+                [*args, *argv], env, (fd,), None, engine, s.mode, network, [fd], watch
             )
         # landlock
         writable_all = [*writable, self.tmpdir]
@@ -231,6 +241,7 @@ class Sandbox:
             engine,
             s.mode,
             network,
+            guard=watch,
         )
 
     def wrap_server(

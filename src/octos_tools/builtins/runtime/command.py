@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ...errors import ErrorKind, ToolError
 from ...sandbox import SandboxMode, SandboxSettings, SandboxSpawn, wrap_command
+from ...sandbox._git_guard import GuardWatch
 from .capture import OutputCapture
 from .cgroup import CommandCgroup
 from .environment import protect_host_environment
@@ -108,6 +109,9 @@ class RunningCommand:
         self.sandbox_mode = SandboxMode.DANGER_FULL_ACCESS
         self.sandbox_engine = "none"
         self.sandbox_network = True
+        #: the git guard's view from before the command (``None``: nothing to guard)
+        self.guard: GuardWatch | None = None
+        self._guard_pending: list[str] = []
 
     @classmethod
     async def start(
@@ -159,6 +163,7 @@ class RunningCommand:
         self.sandbox_mode = spawn.mode
         self.sandbox_engine = spawn.engine
         self.sandbox_network = spawn.network
+        self.guard = spawn.guard
         self.cgroup = CommandCgroup.create()
         child_fds: list[int] = []
         try:
@@ -231,6 +236,20 @@ class RunningCommand:
             os.set_blocking(self._in_fd, False)
         self._loop.add_reader(self._out_fd, self._on_readable)
         return self
+
+    def run_guard(self) -> None:
+        """Run the git guard now (after the command, or at a poll of its session): what
+        the command did to make git run a program later is undone
+        (:mod:`octos_tools.sandbox._git_guard`); its lines wait for :meth:`guard_notes`."""
+        if self.guard is not None:
+            self._guard_pending += self.guard.check()
+
+    def guard_notes(self) -> list[str]:
+        """Run the git guard and return every line it has for the result (one per
+        finding, those of earlier runs not yet reported included)."""
+        self.run_guard()
+        lines, self._guard_pending = self._guard_pending, []
+        return lines
 
     def _on_readable(self) -> None:
         try:
@@ -344,8 +363,10 @@ class RunningCommand:
             while time.monotonic() < deadline and self.release():
                 await asyncio.sleep(0.02)
             freeze_and_kill(None, self.pid)
+            self.run_guard()
             return
         await self.kill("session closed")
+        self.run_guard()
 
     async def write(self, data: bytes) -> None:
         """Write to the command's stdin (a pipe or the terminal).
@@ -470,4 +491,5 @@ async def run_to_completion(
     finally:
         if proc.running or proc.output_open:
             await asyncio.shield(proc.kill("cancelled"))
+        proc.run_guard()
     return proc, exited

@@ -24,7 +24,7 @@ from ...sandbox import blocked_note
 from ...tool import JSONObject, ToolResult
 from .command import RunningCommand
 
-__all__ = ["completion_result", "exit_text", "sandbox_note", "seconds"]
+__all__ = ["completion_result", "exit_text", "guard_lines", "sandbox_note", "seconds"]
 
 
 def sandbox_note(proc: RunningCommand, text: str, code: int | None) -> str | None:
@@ -37,6 +37,16 @@ def sandbox_note(proc: RunningCommand, text: str, code: int | None) -> str | Non
         engine=proc.sandbox_engine,
         network=proc.sandbox_network,
     )
+
+
+def guard_lines(proc: RunningCommand, meta: JSONObject) -> str:
+    """Run the git guard for ``proc`` (:meth:`RunningCommand.guard_notes`); its lines go to
+    ``meta["sandbox_guard"]`` and come back as text to append (``""``: nothing found)."""
+    lines = proc.guard_notes()
+    if not lines:
+        return ""
+    meta["sandbox_guard"] = list(lines)
+    return "".join(f"\n{line}" for line in lines)
 
 
 def seconds(value: float) -> str:
@@ -90,6 +100,7 @@ def completion_result(
     if note:
         meta["sandbox_note"] = note
         body += f"\n{note}"
+    body += guard_lines(proc, meta)
     if not exited:
         message = (
             f"command timed out after {seconds(timeout)} and was killed with everything it "

@@ -27,7 +27,7 @@ from ...tool import JSONObject, ToolResult
 from .capture import OutputCapture
 from .command import RunningCommand
 from .environment import command_env
-from .results import exit_text, sandbox_note, seconds
+from .results import exit_text, guard_lines, sandbox_note, seconds
 
 __all__ = ["ExecSession", "SessionManager", "session_result"]
 
@@ -228,6 +228,7 @@ class SessionManager:
         if session.watchdog is not None:
             session.watchdog.cancel()
         await session.proc.kill("closed")
+        session.proc.run_guard()  # nobody reads a result now: the guard still runs
 
     async def close_owned_by(self, owner: object) -> None:
         """Close every session host session ``owner`` started (the host session ended)."""
@@ -264,6 +265,7 @@ def session_result(
         "exit_code": code,
     }
     body = f"Output:\n{text}" if text else "Output: (none since the last read)"
+    body += guard_lines(session.proc, meta)
     if not running:
         manager.forget(session.id)
     if running:

@@ -1,0 +1,478 @@
+"""The git guard: what a sandboxed command did to make git run a program later, undone
+after the command (and after every poll of a session), on both engines.
+
+A mount can make an *existing* ``.git/config`` read-only, but a command can create what
+git will read next: ``git init sub && git -C sub config core.fsmonitor CMD && git add sub``
+(the user's next ``git status`` enters the gitlink and runs ``CMD``), a ``.git`` *file*
+``gitdir: x`` pointing to a crafted folder, ``.git/modules/NAME/config`` with a gitlink,
+``.git/worktrees/NAME/commondir``, a missing ``config.worktree``, a hook. Neither peer
+covers this: Claude Code's sandbox-runtime denies writes to ``.git/hooks`` and
+``.git/config`` found when the command starts (``linuxGetMandatoryDenyPaths``, a ripgrep
+search) and blocks the creation of a missing deny path by mounting ``/dev/null`` on its
+first missing component; Codex makes an existing top-level ``.git`` read-only
+(``codex-rs/linux-sandbox``). A repository created during the command is out of reach of
+both. Under Landlock no path inside a writable root can be read-only at all.
+
+So the guard looks after the command:
+
+1. **before** (:meth:`GitGuard.watch`): the folders of the writable roots are brought up to
+   date (an incremental walk: a folder is listed again only when its ``ctime`` changed,
+   which a command cannot fake: ``utimensat`` sets ``ctime`` to now), every git location
+   is found (``.git`` folders, ``.git`` files and links, bare repositories, ``modules/`` and
+   ``worktrees/`` inside them, what ``commondir`` and ``gitdir:`` point to), and the
+   protected files are fingerprinted (inode, size, ``ctime``, mode) with their contents
+   kept (read again only when the fingerprint moved);
+2. **after** (:meth:`GuardWatch.check`): the same, and each protected file that is new,
+   changed or gone is judged: a ``config`` / ``config.worktree`` by the allow-list of
+   :mod:`._git_config` (only the entries the command added), a hook (any file in
+   ``hooks/`` or ``core.hooksPath`` but ``*.sample``) always, a ``commondir`` or ``gitdir:``
+   pointing outside the writable roots always, the server's own config file (inside the
+   workspace) always;
+3. a dangerous file is **neutralised without losing data**: the command's version moves
+   to a quarantine folder under the state folder (unreadable by commands), and what was
+   there before comes back (an existing file) or, for a new config, its safe entries are
+   written back so the repository keeps working. Each gets one line in the command's
+   result naming the path, the keys and the ``mv`` that brings it back.
+
+The walk skips :data:`._protected.SKIPPED_DIRS` (dependency folders) and stops listing new
+folders after :data:`._protected.MAX_ENTRIES` entries per writable root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import stat
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from . import _git_config, _protected
+
+__all__ = ["GitGuard", "GuardWatch", "guard_for"]
+
+#: Files bigger than this are not kept for restoring (a config or hook never is).
+_MAX_KEEP = 1 << 20
+#: Fingerprint of a path: (inode, size, ctime_ns, mode); ``None``: it does not exist.
+Fingerprint = tuple[int, int, int, int] | None
+_counter = itertools.count(1)
+
+
+def _fingerprint(path: str) -> Fingerprint:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_ctime_ns, st.st_mode)
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_KEEP + 1)
+    except OSError:
+        return None
+    return data if len(data) <= _MAX_KEEP else None
+
+
+@dataclass
+class _Snapshot:
+    """Fingerprints (and contents) of every protected path at one moment."""
+
+    prints: dict[str, Fingerprint]
+    kinds: dict[str, str]
+    contents: dict[str, bytes]
+
+
+@dataclass
+class _Finding:
+    """One neutralised file: ``outcome`` is ``restored`` (the version from before is
+    back), ``moved`` (nothing was there before), ``filtered`` (a new config, its safe
+    entries written back) or ``recreated`` (a protected file the command removed)."""
+
+    path: str
+    what: str
+    moved_to: str | None
+    outcome: str
+
+    def line(self) -> str:
+        """The one line for the command's result."""
+        head = f"Sandbox git guard: {self.path}: "
+        if self.outcome == "recreated":
+            return head + "the command removed this protected file; it was put back."
+        undo = f"mv {self.moved_to} {self.path}"
+        head += f"{self.what} could make git run a program outside the sandbox; "
+        if self.outcome == "restored":
+            return head + (
+                f"the version from before the command is back, the command's is in "
+                f"{self.moved_to} ({undo} to take it)."
+            )
+        if self.outcome == "filtered":
+            return head + f"taken out (the original is in {self.moved_to}: {undo} to get it back)."
+        return head + f"moved to {self.moved_to} ({undo} to get it back)."
+
+
+class GitGuard:
+    """The guard of one set of writable roots (one per process and roots, see
+    :func:`guard_for`).
+
+    Args:
+        roots: absolute, real writable roots.
+        pinned: files inside them that stay as they are whatever a command does (the
+            server's own config file).
+        quarantine: the folder quarantined files move to (default: ``quarantine/`` in the
+            state folder, :func:`octos_tools.state_dir.state_root`).
+    """
+
+    def __init__(
+        self, roots: Sequence[str], pinned: Sequence[str] = (), quarantine: str | None = None
+    ) -> None:
+        self.roots = tuple(roots)
+        self.pinned = tuple(p for p in pinned if _under(p, self.roots))
+        self._quarantine = quarantine
+        self._lock = threading.Lock()
+        self._dirs: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}  # folder -> entries listed in it
+        self._total: dict[str, int] = {}  # root -> entries listed under it
+        self._git: dict[str, str] = {}  # git location -> "dir" | "file" | "bare"
+        self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
+        self.truncated = False
+
+    # ------------------------------------------------------------------ the walk
+
+    def _root_of(self, path: str) -> str:
+        for root in self.roots:
+            if _under(path, (root,)):
+                return root
+        return self.roots[0]
+
+    def _list(self, folder: str, walk_new: bool) -> None:
+        """List ``folder`` again: its git locations, and (``walk_new``) folders not seen."""
+        try:
+            ctime = os.lstat(folder).st_ctime_ns
+            entries = list(os.scandir(folder))
+        except OSError:
+            self._forget(folder)
+            return
+        self._dirs[folder] = ctime
+        root = self._root_of(folder)
+        self._total[root] = (
+            self._total.get(root, 0) + len(entries) - self._sizes.get(folder, 0)
+        )
+        self._sizes[folder] = len(entries)
+        for loc in [g for g in self._git if os.path.dirname(g) == folder or g == folder]:
+            del self._git[loc]
+        names = {e.name for e in entries}
+        if {"HEAD", "objects", "refs"} <= names and os.path.basename(folder) != ".git":
+            self._git[folder] = "bare"  # git finds a bare repository in its folder too
+            return
+        subdirs = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if entry.name == ".git":
+                self._git[entry.path] = "dir" if is_dir else "file"
+            elif is_dir and entry.name not in _protected.SKIPPED_DIRS:
+                subdirs.append(entry.path)
+        known = {d for d in self._dirs if os.path.dirname(d) == folder}
+        for gone in known - set(subdirs):
+            self._forget(gone)
+        if self._total[root] > _protected.MAX_ENTRIES:
+            self.truncated = True
+            return
+        for sub in subdirs:
+            if sub not in self._dirs and walk_new:
+                self._list(sub, True)
+
+    def _forget(self, folder: str) -> None:
+        prefix = folder.rstrip("/") + "/"
+        for d in [d for d in self._dirs if d == folder or d.startswith(prefix)]:
+            del self._dirs[d]
+            root = self._root_of(d)
+            self._total[root] = self._total.get(root, 0) - self._sizes.pop(d, 0)
+        for g in [g for g in self._git if g == folder or g.startswith(prefix)]:
+            del self._git[g]
+
+    def _refresh(self) -> None:
+        for root in self.roots:
+            if root not in self._dirs:
+                self._list(root, True)
+        for folder, ctime in list(self._dirs.items()):
+            if folder not in self._dirs:
+                continue  # forgotten with its parent meanwhile
+            try:
+                now = os.lstat(folder).st_ctime_ns
+            except OSError:
+                self._forget(folder)
+                continue
+            if now != ctime:
+                self._list(folder, True)
+
+    # ------------------------------------------------------------------ protected paths
+
+    def _protected(self) -> dict[str, str]:
+        """Every protected path now, with its kind: ``config``, ``commondir``, ``hook``,
+        ``pointer`` (a ``.git`` file or link), ``pinned``."""
+        out: dict[str, str] = {}
+        seen: set[str] = set()
+        for loc, kind in list(self._git.items()):
+            if kind == "dir":
+                self._gitdir(loc, os.path.dirname(loc), out, seen)
+            elif kind == "bare":
+                self._gitdir(loc, None, out, seen)
+            else:
+                out[loc] = "pointer"
+                target = _target_of(loc)
+                if target is not None and _under(target, self.roots):
+                    self._gitdir(target, os.path.dirname(loc), out, seen)
+        for path in self.pinned:
+            out[path] = "pinned"
+        return out
+
+    def _gitdir(
+        self, gitdir: str, worktree: str | None, out: dict[str, str], seen: set[str]
+    ) -> None:
+        if gitdir in seen or len(seen) > 10_000:
+            return
+        seen.add(gitdir)
+        out[os.path.join(gitdir, "config")] = "config"
+        out[os.path.join(gitdir, "config.worktree")] = "config"
+        out[os.path.join(gitdir, "commondir")] = "commondir"
+        for hooks in (
+            os.path.join(gitdir, "hooks"),
+            _protected.hooks_path(gitdir, worktree or gitdir),
+        ):
+            if hooks is not None:
+                for name in _listing(hooks):
+                    if not name.endswith(".sample"):
+                        out[os.path.join(hooks, name)] = "hook"
+        common = _protected.commondir_of(gitdir)
+        if common is not None and _under(common, self.roots):
+            self._gitdir(common, worktree, out, seen)
+        for sub in ("modules", "worktrees"):
+            base = os.path.join(gitdir, sub)
+            if not os.path.isdir(base):
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):
+                if dirpath.count("/") - base.count("/") > 4:
+                    dirnames[:] = []
+                if dirpath != base and {"HEAD", "config", "commondir"} & set(filenames):
+                    self._gitdir(dirpath, None, out, seen)
+                dirnames[:] = [d for d in dirnames if d not in ("objects", "refs", "logs")]
+
+    def mount_paths(self) -> list[str]:
+        """What the bubblewrap engine binds read-only (or covers, when missing): per git
+        folder its ``hooks``, ``config``, ``config.worktree``, ``commondir`` and
+        ``core.hooksPath``; the ``.git`` files. Call after :meth:`watch`."""
+        with self._lock:
+            out: list[str] = []
+            for path, kind in self._protected().items():
+                if kind == "config" and path.endswith("/config"):
+                    gitdir = os.path.dirname(path)
+                    out += [path, os.path.join(gitdir, "hooks")]
+                    hooks = _protected.hooks_path(gitdir, os.path.dirname(gitdir))
+                    if hooks is not None:
+                        out.append(hooks)
+                elif kind in ("config", "commondir", "pointer"):
+                    out.append(path)
+            return list(dict.fromkeys(os.path.normpath(p) for p in out))
+
+    # ------------------------------------------------------------------ snapshots
+
+    def _snapshot(self) -> _Snapshot:
+        kinds = self._protected()
+        prints: dict[str, Fingerprint] = {}
+        contents: dict[str, bytes] = {}
+        for path in kinds:
+            fp = _fingerprint(path)
+            prints[path] = fp
+            if fp is None or not stat.S_ISREG(fp[3]) and kinds[path] != "pointer":
+                continue
+            kept = self._kept.get(path)
+            if kept is None or kept[0] != fp:
+                data = _read(path) if stat.S_ISREG(fp[3]) else os.readlink(path).encode()
+                if data is None:
+                    continue
+                kept = (fp, data)
+                self._kept[path] = kept
+            contents[path] = kept[1]
+        for path in [p for p in self._kept if p not in kinds]:
+            del self._kept[path]
+        return _Snapshot(prints, kinds, contents)
+
+    def watch(self) -> GuardWatch:
+        """Bring the walk up to date and fingerprint the protected files: the state a
+        command about to start is compared with."""
+        with self._lock:
+            self._refresh()
+            return GuardWatch(self, self._snapshot())
+
+    def _check(self, before: _Snapshot) -> tuple[list[str], _Snapshot]:
+        with self._lock:
+            self._refresh()
+            now = self._snapshot()
+            findings: list[_Finding] = []
+            for path, kind in now.kinds.items():
+                old = before.prints.get(path)
+                if path in before.prints and now.prints[path] == old:
+                    continue
+                if path not in before.prints and now.prints[path] is None:
+                    continue
+                found = self._judge(path, kind, before.contents.get(path), old)
+                if found is not None:
+                    findings.append(found)
+            if findings:
+                self._refresh()
+                now = self._snapshot()
+            return [f.line() for f in findings], now
+
+    # ------------------------------------------------------------------ judging
+
+    def _judge(
+        self, path: str, kind: str, old: bytes | None, old_print: Fingerprint
+    ) -> _Finding | None:
+        mode = old_print[3] if old_print is not None else None
+        if old is not None and mode is not None and stat.S_ISLNK(mode):
+            old = None  # a link is not put back as a file
+        exists = os.path.lexists(path)
+        if not exists:
+            if old is None:
+                return None
+            _write(path, old, mode)  # a protected file the command removed
+            return _Finding(path, "", None, "recreated")
+        if kind == "pointer":
+            target = _target_of(path)
+            if target is not None and _under(target, self.roots):
+                return None
+            what = f"a .git file or link pointing outside the writable roots (to {target})"
+            return self._neutralise(path, what, old, mode, None)
+        if os.path.islink(path) or not os.path.isfile(path):
+            return self._neutralise(path, "a protected path that is not a file", old, mode, None)
+        data = _read(path)
+        if kind == "config":
+            text = (data or b"\0").decode("utf-8", errors="replace")
+            before = old.decode("utf-8", errors="replace") if old is not None else None
+            bad = _git_config.dangerous_entries(text, before) if data is not None else []
+            if data is not None and not bad:
+                return None
+            keys = ", ".join(dict.fromkeys(e.key for e in bad)) or "(too large to judge)"
+            safe = None if old is not None or data is None else _git_config.safe_config_text(text)
+            what = f"git config key {keys}"
+            return self._neutralise(
+                path, what, old, mode, safe.encode() if safe is not None else None
+            )
+        if kind == "commondir":
+            rel = (data or b"").decode("utf-8", errors="replace").strip()
+            common = os.path.normpath(os.path.join(os.path.dirname(path), rel))
+            if rel and _under(os.path.realpath(common), self.roots):
+                return None
+            what = f"commondir pointing outside the writable roots (to {common})"
+            return self._neutralise(path, what, old, mode, None)
+        if kind == "hook":
+            return self._neutralise(path, "a git hook", old, mode, None)
+        what = "a change to the server's own config file (read-only)"
+        return self._neutralise(path, what, old, mode, None)
+
+    def _neutralise(
+        self,
+        path: str,
+        what: str,
+        old: bytes | None,
+        mode: int | None,
+        replacement: bytes | None,
+    ) -> _Finding:
+        moved = self._move_to_quarantine(path)
+        if old is not None:
+            _write(path, old, mode)
+            return _Finding(path, what, moved, "restored")
+        if replacement is not None:
+            _write(path, replacement, None)
+            return _Finding(path, what, moved, "filtered")
+        return _Finding(path, what, moved, "moved")
+
+    def _move_to_quarantine(self, path: str) -> str:
+        base = self._quarantine
+        if base is None:
+            from ..state_dir import state_root
+
+            base = str(state_root() / "quarantine")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = os.path.join(base, f"{stamp}-{os.getpid()}-{next(_counter)}")
+        dest = os.path.join(folder, path.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), mode=0o700, exist_ok=True)
+        try:
+            os.replace(path, dest)
+        except OSError:
+            shutil.move(path, dest)  # another filesystem: copy, then remove
+        return dest
+
+
+@dataclass
+class GuardWatch:
+    """The state one command is compared with; :meth:`check` after it ran (or at each
+    poll of its session)."""
+
+    guard: GitGuard
+    snapshot: _Snapshot
+    notes: list[str] = field(default_factory=list)
+
+    def check(self) -> list[str]:
+        """Judge what changed since :meth:`GitGuard.watch` (or the last check), neutralise
+        what is dangerous, and return one line per finding (empty: nothing found). Never
+        raises: a failure becomes a line saying the guard could not finish."""
+        try:
+            lines, self.snapshot = self.guard._check(self.snapshot)
+        except Exception as exc:  # noqa: BLE001 - the command's result must come back
+            lines = [f"Sandbox git guard: the check after this command failed ({exc})."]
+        return lines
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return [e.name for e in os.scandir(folder) if not e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _target_of(dot_git: str) -> str | None:
+    """Where a ``.git`` file (``gitdir: PATH``) or link points, as a real path."""
+    if os.path.islink(dot_git):
+        return os.path.realpath(dot_git)
+    target = _protected.gitdir_of(dot_git)
+    return os.path.realpath(target) if target is not None else None
+
+
+def _write(path: str, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to ``path`` atomically (a temp file in the same folder, renamed),
+    with the permission bits of ``mode`` (default ``0o644``)."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".octos-guard-{os.getpid()}-{next(_counter)}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, stat.S_IMODE(mode) if mode is not None else 0o644)
+    os.replace(tmp, path)
+
+
+_guards: dict[tuple[tuple[str, ...], tuple[str, ...]], GitGuard] = {}
+_guards_lock = threading.Lock()
+
+
+def guard_for(roots: Sequence[str], pinned: Sequence[str] = ()) -> GitGuard:
+    """The process's :class:`GitGuard` for these writable roots and pinned files."""
+    key = (tuple(roots), tuple(pinned))
+    with _guards_lock:
+        guard = _guards.get(key)
+        if guard is None:
+            guard = _guards[key] = GitGuard(roots, pinned)
+        return guard
