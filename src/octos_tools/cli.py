@@ -894,7 +894,7 @@ def sandbox_check(
 ) -> None:
     """Run real probes in every mode on each engine and print what is enforced here.
 
-    Each engine runs the probes of docs/sandbox.md (15 forbidden actions, 5 allowed) as one
+    Each engine runs the probes of docs/sandbox.md (22 forbidden actions, 5 allowed) as one
     command per mode; the mode of the configuration (and the engine ``auto`` picks) comes
     first. Exit 1 when the configured mode cannot be enforced.
     """

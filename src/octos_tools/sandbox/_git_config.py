@@ -109,9 +109,7 @@ SAFE_SUBSECTION_KEYS = frozenset(
 #: ``submodule.*.update`` values that are not ``!command``.
 _SAFE_UPDATE = frozenset({"checkout", "rebase", "merge", "none"})
 
-_SECTION = re.compile(
-    r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(?:[#;].*)?$'
-)
+_SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(?:[#;].*)?$')
 _ENTRY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
 

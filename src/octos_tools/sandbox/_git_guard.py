@@ -163,9 +163,7 @@ class GitGuard:
             return
         self._dirs[folder] = ctime
         root = self._root_of(folder)
-        self._total[root] = (
-            self._total.get(root, 0) + len(entries) - self._sizes.get(folder, 0)
-        )
+        self._total[root] = self._total.get(root, 0) + len(entries) - self._sizes.get(folder, 0)
         self._sizes[folder] = len(entries)
         for loc in [g for g in self._git if os.path.dirname(g) == folder or g == folder]:
             del self._git[loc]
@@ -295,11 +293,11 @@ class GitGuard:
         for path in kinds:
             fp = _fingerprint(path)
             prints[path] = fp
-            if fp is None or not stat.S_ISREG(fp[3]) and kinds[path] != "pointer":
-                continue
+            if fp is None or not stat.S_ISREG(fp[3]):
+                continue  # only regular files are kept to be put back
             kept = self._kept.get(path)
             if kept is None or kept[0] != fp:
-                data = _read(path) if stat.S_ISREG(fp[3]) else os.readlink(path).encode()
+                data = _read(path)
                 if data is None:
                     continue
                 kept = (fp, data)

@@ -8,7 +8,14 @@ Forbidden (``workspace-write``; ``read-only`` adds writing the workspace and com
 write or overwrite outside the workspace, write ``.git/hooks`` or ``.git/config``, escape
 through a symlink or a hard link, move the workspace away, read ``~/.ssh`` or ``~/.aws``,
 connect to a host TCP port, UDP port or Unix socket (network off), read another process's
-environment, signal a host process, rewrite the server's own config.
+environment, signal a host process, rewrite the server's own config; and what makes the
+user's next ``git status`` (outside any sandbox) run a program, created during the command
+(the git guard's job, :mod:`._git_guard`): a nested repository added as a gitlink with
+``core.fsmonitor``, a ``.git`` file pointing to a crafted git folder, a
+``.git/modules/NAME`` repository with a gitlink, a worktree's ``commondir`` pointing to a
+crafted folder, a missing ``.git/config.worktree`` (the repository has
+``extensions.worktreeConfig``); a ``setsid`` child outliving the command; reading a host
+process's command line (``/proc/<pid>/cmdline``).
 Allowed: write and read in the workspace, commit to its repository, run a program, make a
 temp file.
 
@@ -49,6 +56,13 @@ FORBIDDEN = (
     "signal_host",
     "rewrite_config",
     "move_workspace",
+    "nested_repo",
+    "gitdir_file",
+    "git_modules",
+    "worktree_commondir",
+    "config_worktree",
+    "setsid_child",
+    "read_cmdline",
 )
 ALLOWED = ("write_ws", "read_ws", "git_commit", "run_program", "mktemp")
 _NETWORK = frozenset({"net_tcp", "net_udp"})
@@ -106,6 +120,9 @@ class ProbeSet:
         self.home = self.base / "home"
         self.config = self.ws / "octos-tools.toml"
         self.sock_path = str(self.base / "s.sock")
+        nonce = int.from_bytes(os.urandom(3), "big")
+        self.helper_arg = f"120.{nonce}"
+        self.setsid_arg = f"60.{nonce}"
         self._made = False
 
     def __enter__(self) -> ProbeSet:
@@ -129,11 +146,14 @@ class ProbeSet:
         git = ["git", "-c", "user.name=p", "-c", "user.email=p@p", "-C", str(self.ws)]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
         subprocess.run([*git, "init", "-q"], check=True, env=env)
+        # a per-worktree config is read: a command must not create one that runs a program
+        subprocess.run([*git, "config", "core.repositoryformatversion", "1"], check=True, env=env)
+        subprocess.run([*git, "config", "extensions.worktreeConfig", "true"], check=True, env=env)
         subprocess.run([*git, "add", "-A"], check=True, env=env)
         subprocess.run([*git, "commit", "-qm", "init"], check=True, env=env)
         self.git_config = (self.ws / ".git" / "config").read_bytes()
         self.helper = subprocess.Popen(
-            ["sleep", "120"], env={**env, "PROBE_MARKER": "ENV-SECRET-42"}
+            ["sleep", self.helper_arg], env={**env, "PROBE_MARKER": "ENV-SECRET-42"}
         )
         self.tcp = socket.socket()
         self.tcp.bind(("127.0.0.1", 0))
@@ -172,6 +192,7 @@ class ProbeSet:
             ("read_ssh", f"cat {q(str(self.home / '.ssh/id_rsa'))}"),
             ("read_aws", f"cat {q(str(self.home / '.aws/credentials'))}"),
             ("read_environ", f"tr '\\0' '\\n' < /proc/{pid}/environ | grep ENV-SECRET"),
+            ("read_cmdline", f"tr '\\0' ' ' < /proc/{pid}/cmdline"),
             ("signal_host", f"kill -TERM {pid}"),
             ("rewrite_config", f"echo x >> {q(str(self.config))}"),
             ("write_ws", "echo data > probe.txt && cat probe.txt"),
@@ -179,6 +200,8 @@ class ProbeSet:
             ("git_commit", "git add probe.txt && git commit -qm probe"),
             ("run_program", "ls / >/dev/null"),
             ("mktemp", 't=$(mktemp) && echo x > "$t" && cat "$t" && rm "$t"'),
+            *self._git_escapes(),
+            ("setsid_child", f"setsid sleep {self.setsid_arg} </dev/null >/dev/null 2>&1 &"),
         ]
         lines = [f"cd {q(ws)} || exit 99", "export GIT_AUTHOR_NAME=p GIT_AUTHOR_EMAIL=p@p"]
         lines.append("export GIT_COMMITTER_NAME=p GIT_COMMITTER_EMAIL=p@p")
@@ -192,6 +215,68 @@ class ProbeSet:
         )
         return "\n".join(lines) + "\n"
 
+    def _git_escapes(self) -> list[tuple[str, str]]:
+        """The probes that leave something for the user's next ``git status`` to run:
+        each program would create a marker file in the outside folder (which the command
+        itself cannot write)."""
+        q = shlex.quote
+
+        def run(name: str) -> str:
+            return q(f"touch {self.out}/pwned-{name} #")
+
+        return [
+            (
+                "nested_repo",
+                "git init -q sub && git -C sub commit -q --allow-empty -m x && "
+                f"git -C sub config core.fsmonitor {run('nested_repo')} && git add sub",
+            ),
+            (
+                "gitdir_file",
+                'git init -q --separate-git-dir="$PWD/crafted" gd && '
+                f"git -C gd config core.fsmonitor {run('gitdir_file')}",
+            ),
+            (
+                "git_modules",
+                "mkdir -p .git/modules && "
+                'git init -q --separate-git-dir="$PWD/.git/modules/m" m && '
+                "git -C m commit -q --allow-empty -m x && "
+                f"git -C m config core.fsmonitor {run('git_modules')} && git add m",
+            ),
+            (
+                "worktree_commondir",
+                "git worktree add -q wt 2>/dev/null && git init -q --bare cm && "
+                "git -C cm config core.bare false && "
+                f"git -C cm config core.fsmonitor {run('worktree_commondir')} && "
+                'echo "$PWD/cm" > .git/worktrees/wt/commondir',
+            ),
+            (
+                "config_worktree",
+                f"printf '[core]\\n\\tfsmonitor = %s\\n' {run('config_worktree')} "
+                "> .git/config.worktree",
+            ),
+        ]
+
+    def _host_git_status(self) -> None:
+        """What the user does next, outside any sandbox: ``git status`` in the workspace
+        and in the folders the probes made (each would run a planted program)."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        for rel in (".", "gd", "wt", "sub", "m"):
+            folder = self.ws / rel
+            if folder.is_dir():
+                with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                    subprocess.run(
+                        ["git", "status", "--short"],
+                        cwd=folder,
+                        env=env,
+                        capture_output=True,
+                        timeout=30,
+                        check=False,
+                    )
+
     def verify(self, output: str, mode: SandboxMode, *, network: bool = False) -> list[ProbeResult]:
         """What happened, for ``mode``; the host's view where it can see (files, the
         helper, the sockets), the command's markers elsewhere."""
@@ -201,6 +286,11 @@ class ProbeSet:
                 name, _, code = line[2:].partition(":")
                 rc[name] = code.split()[0] if code else "?"
         existing = (self.out / "existing.txt").read_text()  # "O...": overwritten
+        lingering = _processes_with_cmdline(b"sleep\0" + self.setsid_arg.encode() + b"\0")
+        for pid in lingering:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        self._host_git_status()
         hooks = self.ws / ".git" / "hooks" / "pre-commit"
         happened = {
             "write_outside": (self.out / "new.txt").exists(),
@@ -223,7 +313,11 @@ class ProbeSet:
             "git_commit": _commits(self.ws) > 1,
             "run_program": rc.get("run_program") == "0",
             "mktemp": rc.get("mktemp") == "0",
+            "setsid_child": bool(lingering),
+            "read_cmdline": self.helper_arg in output,
         }
+        for name, _ in self._git_escapes():
+            happened[name] = (self.out / f"pwned-{name}").exists()
         allowed = set(ALLOWED)
         if mode is SandboxMode.READ_ONLY:
             allowed -= {"write_ws", "git_commit"}
@@ -246,6 +340,20 @@ class ProbeSet:
             for sock in (self.tcp, self.udp, self.unix):
                 sock.close()
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _processes_with_cmdline(cmdline: bytes) -> list[int]:
+    """Host pids whose ``/proc/<pid>/cmdline`` is exactly ``cmdline``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if fh.read() == cmdline:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
 
 
 def _accepted(sock: socket.socket) -> bool:
@@ -288,10 +396,9 @@ def _commits(ws: Path) -> int:
 NOT_ENFORCED: dict[str, dict[str, str]] = {
     "bubblewrap": {},
     "landlock": {
-        "git_hooks": "Landlock cannot make a path read-only inside a writable root, and "
-        "git commit needs to create files in .git",
-        "git_config": "same: .git/config inside the writable workspace",
-        "rewrite_config": "same: a config file inside the workspace (one outside it is read-only)",
+        "read_cmdline": "Landlock has no rule for /proc/<pid>/cmdline (world-readable, no "
+        "ptrace check) and no mount can hide it: a command sees host processes' command "
+        "lines (their environment, memory and signals stay out of reach)",
     },
 }
 

@@ -49,6 +49,7 @@ from .process_tree import (
     descendants,
     freeze_and_kill,
     read_stat,
+    reap_as_init,
     still_running,
 )
 
@@ -63,10 +64,15 @@ _CGROUP_EMPTY_SECS = 5.0
 
 
 def _preexec(
-    cgroup: CommandCgroup | None, tty: bool, confine: Callable[[], None] | None = None
+    cgroup: CommandCgroup | None,
+    tty: bool,
+    confine: Callable[[], None] | None = None,
+    reaper: bool = False,
 ) -> Callable[[], None] | None:
     """The child's set-up before ``exec``: join the cgroup, become a subreaper, take the
-    terminal, then (last: it forbids writing the cgroup) ``confine`` (the Landlock engine)."""
+    terminal, then (last: it forbids writing the cgroup) ``confine`` (the Landlock engine);
+    with ``reaper``, fork: the child goes on to ``exec`` the shell, this process stays as
+    its ``init`` (:func:`.process_tree.reap_as_init`)."""
     if cgroup is None and PRCTL is None and not tty and confine is None:
         return None
 
@@ -79,6 +85,10 @@ def _preexec(
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         if confine is not None:
             confine()
+        if reaper:
+            child = os.fork()
+            if child != 0:
+                reap_as_init(child)
 
     return run
 
@@ -200,7 +210,9 @@ class RunningCommand:
                 env=spawn.env,
                 start_new_session=True,
                 pass_fds=spawn.pass_fds,
-                preexec_fn=_preexec(self.cgroup, tty, spawn.preexec),
+                preexec_fn=_preexec(
+                    self.cgroup, tty, spawn.preexec, reaper=spawn.engine == "landlock"
+                ),
             )
         except subprocess.SubprocessError as exc:  # the sandbox's set-up failed in the child
             self._close_fds()

@@ -27,6 +27,7 @@ __all__ = [
     "descendants",
     "freeze_and_kill",
     "read_stat",
+    "reap_as_init",
     "signal_all",
     "still_running",
 ]
@@ -205,3 +206,62 @@ def become_subreaper() -> None:  # pragma: no cover - runs in the child
     """Make the calling process a child subreaper (kept across ``execve``)."""
     if PRCTL is not None:
         PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+_SIGNALS_TO_RESET = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE")
+
+
+def _default_signal(sig: int) -> None:  # pragma: no cover - runs in the child
+    """Restore the default action of ``sig`` through libc (Python's ``signal.signal``
+    works only in the main thread, and the server's own handlers must not run here)."""
+    import ctypes
+
+    ctypes.CDLL(None).signal(sig, 0)  # SIG_DFL
+
+
+def reap_as_init(child: int) -> None:  # pragma: no cover - runs in the child, never returns
+    """Be the ``init`` of a command whose shell is ``child`` (Landlock engine: no pid
+    namespace): a child subreaper that holds no descriptor, reaps whatever is re-parented
+    to it, and when the shell exits SIGKILLs every descendant left (a ``setsid`` or double
+    forked child included, as bubblewrap's pid namespace does), then exits with the
+    shell's status (killed by a signal: the same signal).
+
+    Call in a forked child that is a subreaper (:func:`become_subreaper`)."""
+    try:
+        for name in _SIGNALS_TO_RESET:
+            _default_signal(int(getattr(signal, name)))
+        os.closerange(0, 1 << 16)  # the exec-error pipe too: the caller sees a started child
+        status = 0
+        while True:
+            try:
+                pid, got = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == child:
+                status = got
+                break
+        me = os.getpid()
+        for _ in range(200):
+            left = [p for p in descendants(me) if p.state != "Z"]
+            for info in left:
+                with contextlib.suppress(OSError):
+                    os.kill(info.pid, signal.SIGKILL)
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    pid = 0
+                if pid == 0:
+                    break
+            if not left:
+                break
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            _default_signal(sig)
+            os.kill(me, sig)
+            os._exit(128 + sig)
+        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+    finally:
+        os._exit(1)
