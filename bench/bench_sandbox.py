@@ -5,7 +5,7 @@
    Landlock, and ``danger-full-access`` (no sandbox). Calls alternate between the servers in
    rounds (ABAB...), so machine load hits all alike; median ms per call and the difference
    to danger-full-access.
-2. **Probes**: the 15 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
+2. **Probes**: the 22 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
    one script, run by our runtime (each engine), by ``codex sandbox linux`` (Codex CLI,
    workspace-write, its bubblewrap pipeline: ``codex-linux-sandbox`` on PATH), and by
    ``srt`` (Claude Code's sandbox-runtime, the probe's fake credential stores denied);
@@ -16,7 +16,12 @@ default ``~/.cache/octos-sandbox-bench``; a peer missing there is reported, not 
 at run time)::
 
     npm install --prefix ~/.cache/octos-sandbox-bench @openai/codex @anthropic-ai/sandbox-runtime
-    .venv/bin/python bench/bench_sandbox.py [--calls 100] [--probe-runs 3]
+    .venv/bin/python bench/bench_sandbox.py [--calls 100] [--probe-runs 3] \\
+        [--files 10000] [--baseline-src /path/to/main/src] [--no-probes]
+
+``--files`` fills the workspace (20 files per folder, a git repository with a nested one:
+what the git guard walks); ``--baseline-src`` serves each engine from another checkout too,
+in the same rounds, so the cost of a change is measured against the code before it.
 """
 
 from __future__ import annotations
@@ -42,24 +47,27 @@ from octos_tools.sandbox._probe import ProbeSet, run_check
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def _serve_medians(ws: Path, calls: int) -> dict[str, float]:
-    """Median ms per ``exec_command true`` call for each server, alternating calls."""
+async def _serve_medians(ws: Path, calls: int, baseline: Path | None) -> dict[str, float]:
+    """Median ms per ``exec_command true`` call for each server, alternating calls;
+    ``baseline``: also each engine served from that source tree (the code before)."""
     usable = {s.name for s in engine_status() if s.usable}
-    variants = [("danger-full-access", "danger-full-access", "auto")]
+    variants = [("danger-full-access", "danger-full-access", "auto", ROOT / "src")]
     for engine in ("bubblewrap", "landlock"):
         if engine in usable:
-            variants.append((f"workspace-write/{engine}", "workspace-write", engine))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+            variants.append((f"workspace-write/{engine}", "workspace-write", engine, ROOT / "src"))
+            if baseline is not None:
+                name = f"workspace-write/{engine} (baseline)"
+                variants.append((name, "workspace-write", engine, baseline))
+    times: dict[str, list[float]] = {name: [] for name, _, _, _ in variants}
     async with AsyncExitStack() as stack:
         clients = {}
-        for name, mode, engine in variants:
-            cfg = ws.parent / f"{name.replace('/', '-')}.toml"
+        for name, mode, engine, src in variants:
+            cfg = ws.parent / f"{name.replace('/', '-').replace(' ', '')}.toml"
             cfg.write_text(f'[sandbox]\nmode = "{mode}"\nengine = "{engine}"\n')
             params = StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "octos_tools", "serve", "-w", str(ws), "-c", str(cfg)],
-                env=env,
+                env={**os.environ, "PYTHONPATH": str(src)},
             )
             clients[name] = await stack.enter_async_context(Client(params, mode="legacy"))
         for client in clients.values():  # warm-up (engine detection, imports)
@@ -72,6 +80,35 @@ async def _serve_medians(ws: Path, calls: int) -> dict[str, float]:
                 times[name].append((time.perf_counter() - t0) * 1000)
                 assert not result.is_error, result
     return {name: statistics.median(v) for name, v in times.items()}
+
+
+def _fill(ws: Path, files: int) -> None:
+    """A workspace of ``files`` files (20 per folder, two levels) in a git repository with
+    one nested repository: what the guard's walk has to look at."""
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    for i in range(files):
+        folder = ws / f"d{i // 400}" / f"e{i // 20 % 20}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_text("x\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True, env=env)
+    subprocess.run(["git", "init", "-q", str(ws / "d0" / "nested")], check=True, env=env)
+
+
+def _guard_cost(ws: Path, runs: int) -> float:
+    """Median ms of the git guard alone (the walk before and the check after one command)
+    on ``ws``, in this process."""
+    from octos_tools.sandbox._git_guard import GitGuard
+
+    guard = GitGuard([os.path.realpath(ws)])
+    guard.watch().check()  # the first walk of a process lists every folder
+    ms = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        watch = guard.watch()
+        guard.mount_paths()
+        watch.check()
+        ms.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(ms)
 
 
 def _peer_runner(kind: str, npm_dir: Path) -> list[str] | None:
@@ -171,16 +208,31 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--probe-runs", type=int, default=3)
     parser.add_argument("--npm-dir", type=Path, default=Path.home() / ".cache/octos-sandbox-bench")
+    parser.add_argument("--files", type=int, default=0, help="files in the workspace (0: empty)")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="another checkout's src/ to serve beside this one (the code before a change)",
+    )
+    parser.add_argument("--no-probes", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         ws = Path(tmp) / "ws"
         ws.mkdir()
-        medians = anyio.run(_serve_medians, ws, args.calls)
+        if args.files:
+            _fill(ws, args.files)
+        medians = anyio.run(_serve_medians, ws, args.calls, args.baseline_src)
+        guard_ms = _guard_cost(ws, 50)
     base = medians["danger-full-access"]
-    print("exec_command true over serve (median ms per call, same run):")
+    print(f"load average before the probes: {os.getloadavg()[0]:.2f} (2 cores)")
+    print(f"exec_command true over serve, {args.files} files (median ms per call, same run):")
     for name, ms in medians.items():
-        print(f"  {name:32s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
-    print("\nprobes (15 forbidden, 5 allowed; read-only forbids 17 and allows 3):")
+        print(f"  {name:40s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
+    print(f"  the git guard alone (walk before + check after): {guard_ms:.2f} ms per command")
+    if args.no_probes:
+        return
+    print("\nprobes (22 forbidden, 5 allowed; read-only forbids 24 and allows 3):")
     for row in _probe_table(args.npm_dir, args.probe_runs):
         if row.get("missing"):
             print(f"  {row['runner']}: not installed under {args.npm_dir}")

@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -224,7 +225,12 @@ def test_landlock_puts_back_the_protected_files_of_existing_repositories(
 
 
 @ENGINES
-def test_what_the_user_does_between_commands_is_not_judged(tmp_path: Path, engine: str) -> None:
+def test_what_the_user_does_between_commands_is_not_judged(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from octos_tools.sandbox import _git_guard
+
+    monkeypatch.setattr(_git_guard, "WALK_REUSE_SECS", 0.0)  # as after 5 s of quiet
     ws, _ = _workspace(tmp_path)
     assert _guard_lines(_run(ws, _engine(engine), "true")) == []
     _git("init", "-q", "mine", cwd=ws)  # the user, outside the sandbox
@@ -254,6 +260,19 @@ def test_a_session_is_checked_at_each_poll(tmp_path: Path, engine: str) -> None:
     text = asyncio.run(run())
     assert "late/.git/config" in text and "core.fsmonitor" in text
     assert "fsmonitor" not in (ws / "late/.git/config").read_text()
+
+
+@ENGINES
+def test_a_repository_prepared_earlier_and_moved_in_is_judged(tmp_path: Path, engine: str) -> None:
+    """Its files keep the ctime of the earlier command: the guard does not go by ctime."""
+    ws, out = _workspace(tmp_path)
+    prep = f'git init -q "$TMPDIR/prep" && git -C "$TMPDIR/prep" config core.fsmonitor {_planted(out, "p")}'
+    assert _guard_lines(_run(ws, _engine(engine), prep)) == []  # in the private /tmp
+    time.sleep(0.1)
+    lines = _guard_lines(_run(ws, engine, 'mv "$TMPDIR/prep" moved'))
+    assert any("moved/.git/config" in line for line in lines)
+    _git("status", cwd=ws / "moved")
+    assert not (out / "p").exists()
 
 
 def test_read_only_and_danger_full_access_have_no_guard(tmp_path: Path) -> None:

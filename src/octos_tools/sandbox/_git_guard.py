@@ -56,6 +56,9 @@ __all__ = ["GitGuard", "GuardWatch", "guard_for"]
 
 #: Files bigger than this are not kept for restoring (a config or hook never is).
 _MAX_KEEP = 1 << 20
+#: Seconds the walk of :meth:`GitGuard.watch` is reused (the check after each command
+#: always walks).
+WALK_REUSE_SECS = 5.0
 #: Fingerprint of a path: (inode, size, ctime_ns, mode); ``None``: it does not exist.
 Fingerprint = tuple[int, int, int, int] | None
 _counter = itertools.count(1)
@@ -143,6 +146,8 @@ class GitGuard:
         self._total: dict[str, int] = {}  # root -> entries listed under it
         self._git: dict[str, str] = {}  # git location -> "dir" | "file" | "bare"
         self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
+        self._walked = float("-inf")
+        self._kinds: dict[str, str] = {}  # the last snapshot's protected paths
         self.truncated = False
 
     # ------------------------------------------------------------------ the walk
@@ -201,6 +206,7 @@ class GitGuard:
             del self._git[g]
 
     def _refresh(self) -> None:
+        self._walked = time.monotonic()
         for root in self.roots:
             if root not in self._dirs:
                 self._list(root, True)
@@ -273,7 +279,7 @@ class GitGuard:
         ``core.hooksPath``; the ``.git`` files. Call after :meth:`watch`."""
         with self._lock:
             out: list[str] = []
-            for path, kind in self._protected().items():
+            for path, kind in self._kinds.items():
                 if kind == "config" and path.endswith("/config"):
                     gitdir = os.path.dirname(path)
                     out += [path, os.path.join(gitdir, "hooks")]
@@ -287,7 +293,7 @@ class GitGuard:
     # ------------------------------------------------------------------ snapshots
 
     def _snapshot(self) -> _Snapshot:
-        kinds = self._protected()
+        kinds = self._kinds = self._protected()
         prints: dict[str, Fingerprint] = {}
         contents: dict[str, bytes] = {}
         for path in kinds:
@@ -308,10 +314,14 @@ class GitGuard:
         return _Snapshot(prints, kinds, contents)
 
     def watch(self) -> GuardWatch:
-        """Bring the walk up to date and fingerprint the protected files: the state a
-        command about to start is compared with."""
+        """Fingerprint the protected files: the state a command about to start is compared
+        with. The walk of the folders is the last check's when it is less than
+        :data:`WALK_REUSE_SECS` old (a repository made outside the sandbox in those seconds
+        is judged after the command as if it had made it; a file's ``ctime`` cannot tell:
+        a folder moved in keeps its files' ``ctime``)."""
         with self._lock:
-            self._refresh()
+            if time.monotonic() - self._walked > WALK_REUSE_SECS:
+                self._refresh()
             return GuardWatch(self, self._snapshot())
 
     def _check(self, before: _Snapshot) -> tuple[list[str], _Snapshot]:
@@ -321,9 +331,10 @@ class GitGuard:
             findings: list[_Finding] = []
             for path, kind in now.kinds.items():
                 old = before.prints.get(path)
-                if path in before.prints and now.prints[path] == old:
+                fp = now.prints[path]
+                if path in before.prints and fp == old:
                     continue
-                if path not in before.prints and now.prints[path] is None:
+                if fp is None and old is None:
                     continue
                 found = self._judge(path, kind, before.contents.get(path), old)
                 if found is not None:
