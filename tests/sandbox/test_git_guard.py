@@ -266,8 +266,9 @@ def test_a_session_is_checked_at_each_poll(tmp_path: Path, engine: str) -> None:
 def test_a_repository_prepared_earlier_and_moved_in_is_judged(tmp_path: Path, engine: str) -> None:
     """Its files keep the ctime of the earlier command: the guard does not go by ctime."""
     ws, out = _workspace(tmp_path)
-    prep = f'git init -q "$TMPDIR/prep" && git -C "$TMPDIR/prep" config core.fsmonitor {_planted(out, "p")}'
-    assert _guard_lines(_run(ws, _engine(engine), prep)) == []  # in the private /tmp
+    where = '"$TMPDIR/prep"'
+    prep = f"git init -q {where} && git -C {where} config core.fsmonitor {_planted(out, 'p')}"
+    assert _guard_lines(_run(ws, _engine(engine), prep)) == []  # in the private temp folder
     time.sleep(0.1)
     lines = _guard_lines(_run(ws, engine, 'mv "$TMPDIR/prep" moved'))
     assert any("moved/.git/config" in line for line in lines)
