@@ -22,7 +22,10 @@ The view, built in this order (a later mount wins over an earlier one)::
 (Codex ``codex-rs/linux-sandbox``: ``--ro-bind / /``, then writable roots, then read-only
 sub-paths; it locks all of ``.git``, we lock only hooks and config, see :mod:`._protected`.)
 A missing ``hooks/`` folder or ``core.hooksPath`` target becomes an empty read-only tmpfs
-(its mount point is created), so a command cannot create one either.
+(its mount point is created), so a command cannot create one either. A missing
+``config.worktree`` or ``commondir`` is not covered (a mount point would leave an empty
+file that git then reads), nor is a repository the command creates: the git guard
+(:mod:`._git_guard`) judges those after the command.
 
 No network or IPC namespace: creating one costs about 12 ms per command here (measured:
 ``bench/bench_sandbox.py``), and the seccomp filter already refuses every ``socket()`` with

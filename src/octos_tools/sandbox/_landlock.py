@@ -21,10 +21,15 @@ What it enforces:
 * capabilities are dropped (a root server's commands keep uid 0 but no capability, as under
   bubblewrap), ``no_new_privs`` is set.
 
-What it cannot enforce: a read-only hole inside a writable root. A right granted on a folder
+What it cannot make: a read-only hole inside a writable root. A right granted on a folder
 holds for everything beneath it, and ``git commit`` needs to create files in ``.git``; so
 ``.git/hooks``, ``.git/config``, ``core.hooksPath`` and a config file inside the workspace
-stay writable under this engine (``octos-tools sandbox check`` and docs/sandbox.md say so).
+are writable *during* a command, and the git guard (:mod:`._git_guard`) puts them back after
+it. What it cannot enforce: ``/proc/<pid>/cmdline`` of host processes stays readable (no
+ptrace check guards it, and a rule cannot name a pid folder that does not exist yet);
+``octos-tools sandbox check`` and docs/sandbox.md say so. The command's shell runs below a
+subreaper launcher (:func:`octos_tools.builtins.runtime.process_tree.reap_as_init`) that
+kills what it leaves running, as bubblewrap's pid namespace does.
 """
 
 from __future__ import annotations

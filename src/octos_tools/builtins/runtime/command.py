@@ -20,7 +20,12 @@ requires the call to return then). With a cgroup they are tracked and killed whe
 session of tools ends (:meth:`RunningCommand.reap_leftovers` via the session manager);
 without one, those still in the command's process group are (a child that calls
 ``setsid`` leaves it and is not found). In the bubblewrap sandbox they end with the
-command's pid namespace, when its shell exits.
+command's pid namespace, when its shell exits; under Landlock (no pid namespace) the shell
+runs below a launcher that is its subreaper and kills what is left when it exits
+(:func:`.process_tree.reap_as_init`), so the two engines end a command the same way.
+
+After a sandboxed command (and at each poll of its session) the git guard runs
+(:meth:`RunningCommand.run_guard`, :mod:`octos_tools.sandbox._git_guard`).
 """
 
 from __future__ import annotations
