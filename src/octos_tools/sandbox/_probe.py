@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,7 +287,14 @@ class ProbeSet:
                 name, _, code = line[2:].partition(":")
                 rc[name] = code.split()[0] if code else "?"
         existing = (self.out / "existing.txt").read_text()  # "O...": overwritten
-        lingering = _processes_with_cmdline(b"sleep\0" + self.setsid_arg.encode() + b"\0")
+        # bubblewrap's pid namespace is torn down just after the command's exit is seen
+        # (its pid 1 dies with the outer bwrap): a child still there after 1 s outlived it
+        child = b"sleep\0" + self.setsid_arg.encode() + b"\0"
+        deadline = time.monotonic() + 1.0
+        lingering = _processes_with_cmdline(child)
+        while lingering and time.monotonic() < deadline:
+            time.sleep(0.02)
+            lingering = _processes_with_cmdline(child)
         for pid in lingering:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
