@@ -166,6 +166,7 @@ class GitGuard:
         except OSError:
             self._forget(folder)
             return
+        listed_before = folder in self._dirs
         self._dirs[folder] = ctime
         root = self._root_of(folder)
         self._total[root] = self._total.get(root, 0) + len(entries) - self._sizes.get(folder, 0)
@@ -186,9 +187,10 @@ class GitGuard:
                 self._git[entry.path] = "dir" if is_dir else "file"
             elif is_dir and entry.name not in _protected.SKIPPED_DIRS:
                 subdirs.append(entry.path)
-        known = {d for d in self._dirs if os.path.dirname(d) == folder}
-        for gone in known - set(subdirs):
-            self._forget(gone)
+        if listed_before:  # a folder listed again: forget its subfolders that went away
+            known = {d for d in self._dirs if os.path.dirname(d) == folder}
+            for gone in known - set(subdirs):
+                self._forget(gone)
         if self._total[root] > _protected.MAX_ENTRIES:
             self.truncated = True
             return
