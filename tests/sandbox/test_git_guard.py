@@ -276,6 +276,20 @@ def test_a_repository_prepared_earlier_and_moved_in_is_judged(tmp_path: Path, en
     assert not (out / "p").exists()
 
 
+def test_many_files_made_by_the_command_do_not_hide_a_repository(tmp_path: Path) -> None:
+    ws, out = _workspace(tmp_path)
+    engine = "bubblewrap" if "bubblewrap" in USABLE else _engine("landlock")
+    filled = _run(ws, engine, "mkdir -p a/many && (cd a/many && seq 1 21000 | xargs touch)")
+    assert filled.structured_metadata["exit_code"] == 0
+    result = _run(
+        ws,
+        engine,
+        f"mkdir -p z/deep && git init -q z/deep/r && "
+        f"git -C z/deep/r config core.fsmonitor {_planted(out, 'p')}",
+    )
+    assert any("z/deep/r/.git/config" in line for line in _guard_lines(result)), result.output
+
+
 def test_read_only_and_danger_full_access_have_no_guard(tmp_path: Path) -> None:
     ws, out = _workspace(tmp_path)
     cmd = f"git init -q s && git -C s config core.fsmonitor {_planted(out, 'p')}"

@@ -34,8 +34,9 @@ So the guard looks after the command:
    written back so the repository keeps working. Each gets one line in the command's
    result naming the path, the keys and the ``mv`` that brings it back.
 
-The walk skips :data:`._protected.SKIPPED_DIRS` (dependency folders) and stops listing new
-folders after :data:`._protected.MAX_ENTRIES` entries per writable root.
+The walk skips :data:`._protected.SKIPPED_DIRS` (dependency folders); its first listing of
+a writable root stops after :data:`._protected.MAX_ENTRIES` entries (later ones, of what
+changed, are not capped).
 """
 
 from __future__ import annotations
@@ -158,14 +159,29 @@ class GitGuard:
                 return root
         return self.roots[0]
 
-    def _list(self, folder: str, walk_new: bool) -> None:
-        """List ``folder`` again: its git locations, and (``walk_new``) folders not seen."""
+    def _list(self, start: str, capped: bool) -> None:
+        """List ``start`` again (its git locations), and every folder below it not seen
+        before. ``capped`` (the first walk of a root): stop listing new folders after
+        :data:`._protected.MAX_ENTRIES` entries; later listings are not capped, so a command
+        cannot hide a repository behind many files it made (it pays their walk once)."""
+        stack = [start]
+        while stack:
+            folder = stack.pop()
+            subdirs = self._list_one(folder)
+            root = self._root_of(folder)
+            if capped and self._total.get(root, 0) > _protected.MAX_ENTRIES:
+                self.truncated = True
+                return
+            stack.extend(sub for sub in subdirs if sub not in self._dirs)
+
+    def _list_one(self, folder: str) -> list[str]:
+        """List one folder: its git locations; returns its subfolders to walk."""
         try:
             ctime = os.lstat(folder).st_ctime_ns
             entries = list(os.scandir(folder))
         except OSError:
             self._forget(folder)
-            return
+            return []
         listed_before = folder in self._dirs
         self._dirs[folder] = ctime
         root = self._root_of(folder)
@@ -174,29 +190,24 @@ class GitGuard:
         for loc in [g for g in self._git if os.path.dirname(g) == folder or g == folder]:
             del self._git[loc]
         names = {e.name for e in entries}
-        if {"HEAD", "objects", "refs"} <= names and os.path.basename(folder) != ".git":
-            self._git[folder] = "bare"  # git finds a bare repository in its folder too
-            return
         subdirs = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if entry.name == ".git":
-                self._git[entry.path] = "dir" if is_dir else "file"
-            elif is_dir and entry.name not in _protected.SKIPPED_DIRS:
-                subdirs.append(entry.path)
+        if {"HEAD", "objects", "refs"} <= names:
+            self._git[folder] = "bare"  # git finds a bare repository in its folder too
+        else:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if entry.name == ".git":
+                    self._git[entry.path] = "dir" if is_dir else "file"
+                elif is_dir and entry.name not in _protected.SKIPPED_DIRS:
+                    subdirs.append(entry.path)
         if listed_before:  # a folder listed again: forget its subfolders that went away
             known = {d for d in self._dirs if os.path.dirname(d) == folder}
             for gone in known - set(subdirs):
                 self._forget(gone)
-        if self._total[root] > _protected.MAX_ENTRIES:
-            self.truncated = True
-            return
-        for sub in subdirs:
-            if sub not in self._dirs and walk_new:
-                self._list(sub, True)
+        return subdirs
 
     def _forget(self, folder: str) -> None:
         prefix = folder.rstrip("/") + "/"
@@ -211,7 +222,7 @@ class GitGuard:
         self._walked = time.monotonic()
         for root in self.roots:
             if root not in self._dirs:
-                self._list(root, True)
+                self._list(root, capped=True)
         for folder, ctime in list(self._dirs.items()):
             if folder not in self._dirs:
                 continue  # forgotten with its parent meanwhile
@@ -221,7 +232,7 @@ class GitGuard:
                 self._forget(folder)
                 continue
             if now != ctime:
-                self._list(folder, True)
+                self._list(folder, capped=False)
 
     # ------------------------------------------------------------------ protected paths
 
