@@ -153,6 +153,7 @@ async def serve_http_app(
     from .auth import RequireBearer
     from .connections import protocol_for
     from .disconnect import CancelOnDisconnect
+    from .request_body import KeepBody
     from .rpc_errors import RecoverIds
 
     gate = gate or ConnectionGate(options.limits)
@@ -166,7 +167,7 @@ async def serve_http_app(
     bound: list[int] = [options.port]
     wrapped = RequireBearer(
         _WrongPath(
-            CancelOnDisconnect(RecoverIds(app, options.max_body_bytes), options.max_body_bytes),
+            KeepBody(CancelOnDisconnect(RecoverIds(app)), options.max_body_bytes),
             options.path,
             lambda: _url(options.host, bound[0], options.path),
         ),
