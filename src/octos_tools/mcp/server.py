@@ -401,8 +401,10 @@ class OctosMcpServer:
         allowed_origins: list[str] | tuple[str, ...] = (),
         limits: ConnectionLimits | None = None,
         gate: ConnectionGate | None = None,
+        stop: anyio.Event | None = None,
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port{path}`` until cancelled.
+        """Serve streamable HTTP at ``http://host:port{path}`` until cancelled or ``stop``
+        is set (then it shuts down gracefully: what a signal should do).
 
         Args:
             host: the address to bind (the CLI refuses non-loopback hosts without
@@ -421,6 +423,7 @@ class OctosMcpServer:
             limits: connection caps and timeouts
                 (:class:`~octos_tools.mcp.connections.ConnectionLimits`).
             gate: the connection bookkeeping (default: a new one of ``limits``).
+            stop: set it to stop serving gracefully.
 
         Raises:
             ConfigError: a remote wildcard bind without ``allowed_hosts``.
@@ -449,6 +452,7 @@ class OctosMcpServer:
                     sock=sock,
                     on_stop=self.listen_handler.close,
                     gate=gate,
+                    stop=stop,
                 )
                 tg.cancel_scope.cancel()
 
@@ -566,10 +570,17 @@ async def run_server(
         auth = "" if no_auth else ", bearer token required"
         say(f"octos-tools: serving {where} over HTTP, listening on {url} ({count} tools{auth})")
 
+    stop = anyio.Event()
+
     async def stop_on_signal(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as sigs:
             await anext(sigs)
-        scope.cancel()  # unwinds: the token file is removed below
+            # uvicorn shuts down gracefully (a cancel would interrupt the app's lifespan,
+            # which Starlette logs as a CancelledError traceback); cancel only if it hangs.
+            # The receiver stays open: uvicorn raises the signal again once it is done.
+            stop.set()
+            await anyio.sleep(15)
+        scope.cancel()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -585,6 +596,7 @@ async def run_server(
                 allowed_hosts=allowed_hosts,
                 allowed_origins=allowed_origins,
                 limits=limits,
+                stop=stop,
             )
             tg.cancel_scope.cancel()
     finally:
