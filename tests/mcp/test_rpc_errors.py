@@ -260,3 +260,27 @@ async def test_http_answers_every_malformed_request_once_with_its_id(workspace: 
                 assert "validation error" not in answer.text.lower(), (raw, answer.text)
         tg.cancel_scope.cancel()
     await registry.aclose()
+
+
+def test_invalid_id_error_names_what_the_id_was() -> None:
+    from octos_tools.mcp.rpc_errors import invalid_id_error
+
+    for raw, kind in [
+        ('{"jsonrpc":"2.0","id":null,"method":"ping"}', "null"),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', "an object"),
+        ('{"jsonrpc":"2.0","id":[1],"method":"ping"}', "an array"),
+        ('{"jsonrpc":"2.0","id":1.5,"method":"ping"}', "a number with a fraction"),
+        ('{"jsonrpc":"2.0","id":true,"method":"ping"}', "a boolean"),
+    ]:
+        reply = invalid_id_error(raw)
+        assert reply is not None and reply.id is None and reply.error.code == -32600
+        assert reply.error.message.endswith(f"(got {kind})")
+    # a real notification, a valid request and a response need no such answer
+    assert (
+        invalid_id_error(
+            '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+        )
+        is None
+    )
+    assert invalid_id_error('{"jsonrpc":"2.0","id":1,"method":"ping"}') is None
+    assert invalid_id_error('{"jsonrpc":"2.0","id":null,"result":{}}') is None

@@ -100,6 +100,16 @@ def envelope_error(raw: str | bytes, *, undecodable: bool) -> types.JSONRPCError
     return _error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
 
 
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def invalid_id_error(raw: str | bytes) -> types.JSONRPCError | None:
     """The ``-32600`` error (id ``null``) answering ``raw``, a message the SDK decoded as a
     notification, when it is a request whose ``id`` is not a string or an integer; ``None``
@@ -121,8 +131,7 @@ def invalid_id_error(raw: str | bytes) -> types.JSONRPCError | None:
     return _error(
         None,
         -32600,
-        "Invalid request: id must be a string or an integer (got "
-        f"{'null' if envelope['id'] is None else type(envelope['id']).__name__})",
+        f"Invalid request: id must be a string or an integer (got {_json_kind(envelope['id'])})",
     )
 
 
