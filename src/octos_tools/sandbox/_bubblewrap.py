@@ -62,6 +62,7 @@ def bwrap_args(
     home_bind: tuple[str, str] | None = None,
     visible: Sequence[str] = (),
     unshare_net: bool = False,
+    sync_fd: int | None = None,
 ) -> list[str]:
     """The ``bwrap`` argument list up to and including ``--`` (the command follows).
 
@@ -80,6 +81,8 @@ def bwrap_args(
         visible: folders to keep visible read-only although they are under ``/tmp`` (which
             the private temp folder replaces): the workspace in ``read-only``.
         unshare_net: give the command a network namespace of its own (``allowed_hosts``).
+        sync_fd: a descriptor bwrap keeps open (outside the command) until the sandbox
+            ends (``--sync-fd``: the egress proxy's end-of-sandbox signal).
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--unshare-pid", "--cap-drop", "ALL"]
@@ -112,5 +115,7 @@ def bwrap_args(
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
+    if sync_fd is not None:
+        args += ["--sync-fd", str(sync_fd)]
     args += ["--seccomp", str(seccomp_fd), "--die-with-parent", "--chdir", cwd, "--"]
     return args

@@ -28,7 +28,8 @@ Where requests come from:
   bridge (:mod:`._bridge`) creates the listening socket *inside* it and hands it to this
   proxy over a socket pair (``SCM_RIGHTS``) before it ``exec``\\ s the command; the proxy
   accepts on it (a socket keeps the namespace it was made in) and stops when the sandbox
-  ends (the pair's other end is closed by bwrap's exit);
+  ends: bwrap keeps a copy of the pair's other end open until then (``--sync-fd``: it
+  closes every other inherited descriptor in its own processes);
 * Landlock: a TCP listener on ``127.0.0.1`` of the host, one per allow-list; Landlock lets
   the command connect to that port only (:mod:`._landlock`).
 """

@@ -197,9 +197,11 @@ class Sandbox:
             )
             os.lseek(fd, 0, os.SEEK_SET)
             fds = [fd]
+            sync_fd = None
             if egress:
                 argv, channel = _bridge.for_bubblewrap(list(argv), env, s.allowed_hosts)
-                fds.append(channel)
+                sync_fd = os.dup(channel)  # bwrap holds it until the sandbox ends
+                fds += [channel, sync_fd]
                 visible = [*visible, os.path.dirname(_bridge.interpreter())]
             home_bind = None
             if s.private_home:
@@ -219,6 +221,7 @@ class Sandbox:
                 home_bind=home_bind,
                 visible=[os.path.realpath(p) for p in (workspace, cwd, *visible) if p],
                 unshare_net=egress,
+                sync_fd=sync_fd,
             )
             return SandboxSpawn(
                 [*args, *argv], env, tuple(fds), None, engine, s.mode, network, _close=fds
