@@ -243,3 +243,29 @@ def test_bubblewrap_listener_ends_with_the_sandbox(web: int, tmp_path: Path) -> 
         "print(socket.create_connection(('localhost', port)).recv(3).decode())\n"
     )
     assert _run(_py(own), "bubblewrap", ("pypi.org",), tmp_path) == (0, "own\n")
+
+
+@pytest.mark.parametrize("engine", USABLE)
+def test_exec_command_through_the_cli_uses_the_configured_hosts(
+    engine: str, web: int, tmp_path: Path
+) -> None:
+    import json
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    cfg = tmp_path / "octos.toml"
+    cfg.write_text(f'[sandbox]\nengine = "{engine}"\nallowed_hosts = ["127.0.0.1:{web}"]\n')
+    cmd = f"{_urlopen(f'http://127.0.0.1:{web}/ok')} && {_urlopen(f'http://127.0.0.1:{web + 1}/')}"
+    argv = ["call", "--json", "-c", str(cfg), "-w", str(tmp_path), "exec_command"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "octos_tools", *argv, json.dumps({"cmd": cmd})],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": src},
+        timeout=120,
+        check=False,
+    )
+    result = json.loads(proc.stdout)
+    meta = result["structured_metadata"]
+    assert "hello /ok" in result["output"] and meta["exit_code"] == 3, result
+    assert f"403 octos-tools egress proxy: 127.0.0.1:{web + 1} is not in" in result["output"]
+    assert "allowed_hosts, through the egress proxy" in meta["sandbox_note"]
