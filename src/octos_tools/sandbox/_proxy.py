@@ -294,14 +294,14 @@ async def _connect(host: str, port: int, rules: HostRules) -> anyio.abc.SocketSt
     except ToolError as exc:
         if exc.kind is not ErrorKind.NETWORK_REFUSED:
             raise _Reply(502, f"cannot resolve {host}") from None
-        address, why = exc.details.get("address"), exc.details.get("reason")
-        if address is None:  # refused by name (localhost, *.localhost)
+        seen_ip, why = exc.details.get("address"), exc.details.get("reason")
+        if seen_ip is None:  # refused by name (localhost, *.localhost)
             raise _Reply(
                 403,
                 f"{host} names this machine (loopback): refused; list its address "
                 "(127.0.0.1 or ::1) in [sandbox] allowed_hosts to open it",
             ) from None
-        seen = f"is {address}" if address == host else f"resolves to {address}"
+        seen = f"is {seen_ip}" if seen_ip == host else f"resolves to {seen_ip}"
         raise _Reply(
             403,
             f"{host} {seen}, a {why} address: refused unless that address is listed in "
