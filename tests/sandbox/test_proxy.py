@@ -29,6 +29,8 @@ CURL = shutil.which("curl")
 class _Hello(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         body = f"hello {self.path}\n".encode()
+        if self.path == "/host":
+            body = f"{self.headers.get_all('Host')}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -133,10 +135,14 @@ def test_a_listed_host_is_reached_through_the_proxy(
     assert (code, out) == (0, "hello /a?b=1\n")
     code, out = _run(f"{_py(_CONNECT)} 127.0.0.1:{echo}", engine, hosts, tmp_path)
     assert code == 0 and out.splitlines() == ["HTTP/1.1 200 Connection Established", "ping"]
+    # the Host header of an absolute-URI request is the URI's, whatever the client sent
+    host_cmd = f"{_urlopen(f'http://127.0.0.1:{web}/host')} 2>&1"
     if CURL:
+        host_cmd = f"curl -sS -m 10 -H 'Host: other.example' http://127.0.0.1:{web}/host"
         for flag in ("", "-p"):  # absolute URI, then a CONNECT tunnel
             cmd = f"curl -sS -m 10 {flag} http://127.0.0.1:{web}/c"
             assert _run(cmd, engine, hosts, tmp_path) == (0, "hello /c\n"), flag
+    assert _run(host_cmd, engine, hosts, tmp_path) == (0, f"['127.0.0.1:{web}']\n")
 
 
 @pytest.mark.parametrize("engine", USABLE)

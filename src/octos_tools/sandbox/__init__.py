@@ -14,7 +14,9 @@ Public surface:
 Private modules, one job each: :mod:`._settings` (modes), :mod:`._protected` (paths that
 stay unreadable or read-only), :mod:`._bubblewrap` and :mod:`._landlock` (the engines),
 :mod:`._seccomp` (the filter), :mod:`._detect` (which engine runs here), :mod:`._spawn`
-(putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``).
+(putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``);
+for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
+egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
 """
 

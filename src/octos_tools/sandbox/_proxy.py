@@ -12,7 +12,8 @@ section 9.3.6 and 7.1):
   ``200 Connection Established`` and the bytes are relayed both ways;
 * ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, the request line
   rewritten to origin form, ``Proxy-*`` headers dropped, ``Connection: close`` set, then
-  relayed. ``https://`` in an absolute URI is refused (a client uses CONNECT for it).
+  relayed; ``Host`` is the URI's. ``https://`` in an absolute URI is refused (a client
+  uses CONNECT for it).
 
 The check, in order: ``host:port`` must match an ``allowed_hosts`` entry
 (:mod:`._egress`); then the host is resolved *once* by web_fetch's SSRF guard
@@ -259,9 +260,10 @@ class EgressProxy:
         upstream = await _connect(host, port, rules)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
         out = [f"{method} {path} {version}"]
-        out += [f"{k}: {v}" for k, v in headers if k.lower() not in _HOP_HEADERS]
-        if not any(k.lower() == "host" for k, _ in headers):
-            out.append(f"Host: {url.netloc.rpartition('@')[2]}")
+        # the Host of an absolute-form request is its URI's (RFC 9112 section 3.2.2): a
+        # client cannot name another virtual host on the checked address
+        out.append(f"Host: {url.netloc.rpartition('@')[2]}")
+        out += [f"{k}: {v}" for k, v in headers if k.lower() not in _HOP_HEADERS | {"host"}]
         out.append("Connection: close")
         await upstream.send(("\r\n".join(out) + "\r\n\r\n").encode("ascii") + rest)
         return upstream
