@@ -108,3 +108,17 @@ def test_without_allowed_hosts_nothing_is_added(engine: str, tmp_path: Path) -> 
     assert not any("proxy" in k.lower() for k in spawn.env)
     assert "--unshare-net" not in spawn.argv and "--sync-fd" not in spawn.argv
     assert len(spawn.pass_fds) == (1 if engine == "bubblewrap" else 0)
+
+
+def test_contract_reports_the_hosts_only_when_the_proxy_is_in_use() -> None:
+    from octos_tools.contract import build_contract
+    from octos_tools.profile import build_registry
+
+    hosts = ("pypi.org", "127.0.0.1:8000")
+    with_hosts = SandboxSettings(allowed_hosts=hosts)
+    policy = build_contract(build_registry(), sandbox=with_hosts)["policy"]
+    assert policy["sandbox_allowed_hosts"] == list(hosts) and policy["sandbox_network"] is False
+    for box in (SandboxSettings(), SandboxSettings(network=True, allowed_hosts=hosts)):
+        assert (
+            build_contract(build_registry(), sandbox=box)["policy"]["sandbox_allowed_hosts"] == []
+        )
