@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
     from ..registry import ToolRegistry
     from .connections import ConnectionGate, ConnectionLimits
+    from .http import bind_socket  # at run time: __getattr__ below
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -83,6 +84,7 @@ def __getattr__(name: str) -> Any:
 
         return bind_socket
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SESSION_KEY = "octos_tools.mcp_session"
 
