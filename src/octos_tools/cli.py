@@ -1022,7 +1022,6 @@ def serve(
     serve.auth_token_file, else (loopback) a fresh one per start in a file named on stderr.
     """
     from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
-    from .mcp.http import bind_socket
     from .mcp.server import run_server
 
     if transport not in ("stdio", "http"):
@@ -1063,6 +1062,8 @@ def serve(
     _sandbox_line(cfg)
     sock = None
     if transport == "http":
+        from .mcp.http import bind_socket  # the HTTP stack: not loaded for stdio
+
         try:
             sock = bind_socket(host, port)
         except OSError as exc:

@@ -46,9 +46,7 @@ from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
 from .approval import InputRequiredApproval, approval_via_elicitation
 from .auth import LOOPBACK_HOSTS, is_loopback, issue_token, token_file_path, transport_security
-from .connections import ConnectionGate, ConnectionLimits
 from .elicitation import supports_elicitation, user_input_via_elicitation
-from .http import HttpOptions, bind_socket, serve_http_app
 from .results import META_KEY, result_to_mcp
 from .sessions import McpSession, McpSessions, output_schema_of, spec_to_mcp, unusable_tools
 from .stdio import DEFAULT_MAX_MESSAGE_BYTES, stdio_transport
@@ -60,6 +58,8 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from ..registry import ToolRegistry
+    from .connections import ConnectionGate, ConnectionLimits
+    from .http import bind_socket  # at run time: __getattr__ below
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -74,6 +74,17 @@ __all__ = [
 ]
 
 logger = logging.getLogger("octos_tools.mcp.server")
+
+
+def __getattr__(name: str) -> Any:
+    """``bind_socket`` from :mod:`.http`, imported on first use: the HTTP stack (uvicorn,
+    h11) is not loaded by a stdio ``serve``."""
+    if name == "bind_socket":
+        from .http import bind_socket
+
+        return bind_socket
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SESSION_KEY = "octos_tools.mcp_session"
 
@@ -429,6 +440,8 @@ class OctosMcpServer:
             ConfigError: a remote wildcard bind without ``allowed_hosts``.
             ValueError: no ``token`` and no ``no_auth``, or ``no_auth`` on a remote bind.
         """
+        from .http import HttpOptions, serve_http_app
+
         options = HttpOptions(
             host,
             port,
@@ -557,6 +570,8 @@ async def run_server(
     elif token is None:
         bound = sock.getsockname()[1] if sock is not None else port
         if bound == 0:
+            from .http import bind_socket
+
             sock = bind_socket(host, 0)
             bound = sock.getsockname()[1]
         token_file = token_file_path(root, bound)
