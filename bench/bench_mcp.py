@@ -26,7 +26,7 @@ Run::
 
     .venv/bin/python bench/bench_mcp.py [--calls 200] [--starts 3] [--rounds 3]
         [--npm-dir DIR] [--baseline OLD/src] [--src NEW/src] [--ab PAIRS [--batch 40]] [--cpu]
-        [--ops read,list,search,edit,grep]
+        [--ops read,list,search,edit,grep] [--octos-config FILE]
 
 ``--ab PAIRS`` replaces the rounds by fine A/B alternation (ABBA pairs of short batches,
 median of the per-pair ratios), for a machine shared with other work; ``--cpu`` measures
@@ -114,6 +114,10 @@ def _toggle() -> Callable[[], tuple[str, str]]:
     return flip
 
 
+OCTOS_CONFIG: list[str] = []
+"""``["--config", PATH]`` for every octos-tools server (``--octos-config``), else empty."""
+
+
 def octos_target(tree: Path, mode: str, *, src: Path | None = None, label: str = "") -> Target:
     edit_path = "src/octos_tools/lifecycle.py"
 
@@ -135,7 +139,7 @@ def octos_target(tree: Path, mode: str, *, src: Path | None = None, label: str =
         env = {**os.environ, "PYTHONPATH": str(src)}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "octos_tools", "serve", "--workspace", str(tree)],
+        args=["-m", "octos_tools", "serve", "--workspace", str(tree), *OCTOS_CONFIG],
         cwd=str(tree),
         env=env,
     )
@@ -360,6 +364,8 @@ async def main_async(args: argparse.Namespace) -> None:
         if unknown:
             raise SystemExit(f"unknown ops: {', '.join(sorted(unknown))}")
         OPS[:] = [op for op in OPS if op in args.ops.split(",")]
+    if args.octos_config:
+        OCTOS_CONFIG[:] = ["--config", str(Path(args.octos_config).resolve())]
     keep = args.npm_dir is not None
     npm_dir = Path(args.npm_dir) if keep else Path(tempfile.mkdtemp(prefix="octos-bench-npm-"))
     work = Path(tempfile.mkdtemp(prefix="octos-bench-tree-"))
@@ -446,6 +452,11 @@ def main() -> None:
         "--ops",
         help="comma-separated subset of " + ",".join(OPS) + " (e.g. edit alone, away from "
         "a baseline that fsyncs)",
+    )
+    parser.add_argument(
+        "--octos-config",
+        help="a config file for every octos-tools server (e.g. [history] enabled = false, "
+        "to measure edits without history checkpoints)",
     )
     parser.add_argument(
         "--cpu",

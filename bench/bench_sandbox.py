@@ -2,7 +2,9 @@
 
 1. **Cost per command**: ``exec_command true`` over ``octos-tools serve`` (stdio, the official
    ``mcp`` Python client), once per mode and engine: ``workspace-write`` on bubblewrap, on
-   Landlock, and ``danger-full-access`` (no sandbox). Calls alternate between the servers in
+   Landlock, the same with ``[sandbox] allowed_hosts`` set (the egress proxy and, under
+   bubblewrap, its network namespace and bridge), and ``danger-full-access`` (no sandbox).
+   Calls alternate between the servers in
    rounds (ABAB...), so machine load hits all alike; median ms per call and the difference
    to danger-full-access.
 2. **Probes**: the 22 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
@@ -55,6 +57,8 @@ async def _serve_medians(ws: Path, calls: int, baseline: Path | None) -> dict[st
     for engine in ("bubblewrap", "landlock"):
         if engine in usable:
             variants.append((f"workspace-write/{engine}", "workspace-write", engine, ROOT / "src"))
+            name = f"workspace-write/{engine}+allowed_hosts"
+            variants.append((name, "workspace-write", engine, ROOT / "src"))
             if baseline is not None:
                 name = f"workspace-write/{engine} (baseline)"
                 variants.append((name, "workspace-write", engine, baseline))
@@ -63,7 +67,8 @@ async def _serve_medians(ws: Path, calls: int, baseline: Path | None) -> dict[st
         clients = {}
         for name, mode, engine, src in variants:
             cfg = ws.parent / f"{name.replace('/', '-').replace(' ', '')}.toml"
-            cfg.write_text(f'[sandbox]\nmode = "{mode}"\nengine = "{engine}"\n')
+            hosts = 'allowed_hosts = ["127.0.0.1:9"]\n' if "allowed_hosts" in name else ""
+            cfg.write_text(f'[sandbox]\nmode = "{mode}"\nengine = "{engine}"\n{hosts}')
             params = StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "octos_tools", "serve", "-w", str(ws), "-c", str(cfg)],
@@ -228,9 +233,9 @@ def main() -> None:
     print(f"load average before the probes: {os.getloadavg()[0]:.2f} (2 cores)")
     print(f"exec_command true over serve, {args.files} files (median ms per call, same run):")
     for name, ms in medians.items():
-        print(f"  {name:40s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
+        print(f"  {name:44s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
     print(f"  the git guard alone (walk before + check after): {guard_ms:.2f} ms per command")
-    if args.no_probes:
+    if args.no_probes or args.probe_runs < 1:
         return
     print("\nprobes (22 forbidden, 5 allowed; read-only forbids 24 and allows 3):")
     for row in _probe_table(args.npm_dir, args.probe_runs):

@@ -550,6 +550,9 @@ def test_line_helpers() -> None:
     assert tc.eol_style("a\r\nb\r\n") == "crlf"
     assert tc.eol_style("a\nb\r\n") == "mixed"
     assert tc.eol_style("ab") == "none"
+    assert tc.eol_style("a\nb\n") == "lf"
+    assert tc.eol_style("a\rb\r") == "cr"
+    assert tc.eol_style("a\rb\n") == "mixed"
     assert tc.dominant_eol("a\r\nb\r\nc\n") == "\r\n"
     assert tc.line_number_at("a\r\nb\nc", 5) == 3
     assert tc.display("caf\udce9") == "café"

@@ -19,9 +19,11 @@ plain-text injections only. Base64, URL or HTML-entity encoding, homoglyphs, zer
 bidirectional characters, other languages, paraphrase and instructions split over several
 results all pass. The real controls are the tool policy, the sandbox and approvals.
 
-Speed: an Aho-Corasick pass (``ahocorasick_rs``, in Rust) over the lower-cased text finds
-which patterns' anchor words occur; only those patterns' regexes run, so a result with none
-of the anchors costs one ``lower()`` and one scan.
+Speed: one Aho-Corasick pass (:mod:`octos_tools._prefilter`, shared with credential
+redaction: a file read that is redacted and flagged is scanned once) finds which patterns'
+anchor words occur; only those patterns' regexes run, each in a window around its anchor,
+so a result with none of the anchors costs the one pass (and, in ``block`` mode, one
+``lower()``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-_AhoCorasick: Any
-try:
-    from ahocorasick_rs import AhoCorasick as _AhoCorasick
-except ImportError:  # pragma: no cover - a dependency; every pattern then runs
-    _AhoCorasick = None
+from . import _prefilter
 
-__all__ = ["MODES", "Match", "filter_text", "scan"]
+__all__ = ["CASED_ANCHORS", "MODES", "Match", "filter_text", "scan"]
 
 Mode = Literal["block", "flag", "off"]
 MODES: Final = ("block", "flag", "off")
@@ -182,8 +180,10 @@ _CASED: Final[dict[str, int]] = {
     for variant in (anchor, anchor.capitalize(), anchor.upper(), anchor.title())
 }
 """Anchors as written in lower, capitalised, title and upper case (for the quick scan)."""
-_FINDER = _AhoCorasick(list(_ANCHORS)) if _AhoCorasick is not None else None
-_CASED_FINDER = _AhoCorasick(list(_CASED)) if _AhoCorasick is not None else None
+CASED_ANCHORS: Final[tuple[str, ...]] = tuple(_CASED)
+"""Every anchor word in those four spellings (the injection scan's half of the one-pass
+prefilter, :mod:`._prefilter`; the lower-case spelling serves the ``block`` mode's scan
+of the lower-cased text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,19 +205,14 @@ def _quick_hits(text: str) -> list[tuple[int, int]] | None:
     """:func:`_hits` without ``lower()``: anchors in their usual cases only (a phrase in
     odd mixed case is missed). For text that is only flagged, never changed (file reads),
     where a scan must cost next to nothing."""
-    if _CASED_FINDER is None:
-        return None
-    try:
-        present = set(_CASED_FINDER.find_matches_as_strings(text, overlapping=True))
-    except UnicodeEncodeError:
+    present = _prefilter.find(text)
+    if present is None:
         return None
     hits: list[tuple[int, int]] = []
-    for variant in present:
-        index = _CASED[variant]
-        at = text.find(variant)
-        while at >= 0:
-            hits.append((index, at))
-            at = text.find(variant, at + 1)
+    for variant, positions in present.items():
+        index = _CASED.get(variant)
+        if index is not None:  # else a credential marker
+            hits.extend((index, at) for at in positions)
     return hits
 
 
@@ -225,25 +220,19 @@ def _hits(text: str) -> list[tuple[int, int]] | None:
     """``(anchor index, anchor position)`` of every anchor in ``text``, or ``None`` when
     positions cannot be trusted (no prefilter; ``lower()`` changed the length).
 
-    The Aho-Corasick pass says which anchors occur (as strings: asking it for positions
-    costs a character-offset translation on non-ASCII text, ~10x slower on numbered file
-    lines); the few present are then located with ``str.find``."""
-    if _FINDER is None:
-        return None
+    The positions come from the one prefilter pass (:func:`._prefilter.find`) over the
+    lower-cased text."""
     lowered = text.lower()
     if len(lowered) != len(text):
         return None
-    try:
-        present = set(_FINDER.find_matches_as_strings(lowered, overlapping=True))
-    except UnicodeEncodeError:  # a lone surrogate: ahocorasick_rs takes UTF-8 only
+    present = _prefilter.find(lowered)  # None: a lone surrogate (UTF-8 only) or no automaton
+    if present is None:
         return None
     hits: list[tuple[int, int]] = []
-    for anchor in present:
-        index = _ANCHOR_INDEX[anchor]
-        at = lowered.find(anchor)
-        while at >= 0:
-            hits.append((index, at))
-            at = lowered.find(anchor, at + 1)
+    for anchor, positions in present.items():
+        index = _ANCHOR_INDEX.get(anchor)
+        if index is not None:  # else a credential marker or an anchor in another case
+            hits.extend((index, at) for at in positions)
     return hits
 
 

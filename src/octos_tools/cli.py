@@ -913,12 +913,18 @@ def sandbox_check(
         "mode": str(box.mode),
         "engine": chosen,
         "network": box.network,
+        "allowed_hosts": list(box.allowed_hosts) if box.egress else [],
         "engines": [],
     }
     lines = [
         f"configured: {box.mode} (engine {box.engine}: "
         + (f"{chosen})" if chosen else f"UNAVAILABLE: {problem})")
         + f", network {'on' if box.network else 'off'}"
+        + (
+            f" (HTTP(S) through the egress proxy to: {', '.join(box.allowed_hosts)})"
+            if box.egress
+            else ""
+        )
     ]
     for status in engine_status():
         entry: dict[str, Any] = {
@@ -1016,7 +1022,6 @@ def serve(
     serve.auth_token_file, else (loopback) a fresh one per start in a file named on stderr.
     """
     from .mcp.auth import TOKEN_ENV, is_loopback, load_token, transport_security
-    from .mcp.http import bind_socket
     from .mcp.server import run_server
 
     if transport not in ("stdio", "http"):
@@ -1057,6 +1062,8 @@ def serve(
     _sandbox_line(cfg)
     sock = None
     if transport == "http":
+        from .mcp.http import bind_socket  # the HTTP stack: not loaded for stdio
+
         try:
             sock = bind_socket(host, port)
         except OSError as exc:

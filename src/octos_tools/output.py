@@ -13,15 +13,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-_AhoCorasick: Any
-try:  # one pass for every marker; without it, one substring search per marker
-    from ahocorasick_rs import AhoCorasick as _AhoCorasick
-except ImportError:  # pragma: no cover - a declared dependency; kept working without it
-    _AhoCorasick = None
+from . import _prefilter
 
 __all__ = [
     "CUT_TOKEN_MAX",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "SECRET_MARKERS",
     "cap_output",
     "redact_secrets",
     "redact_value",
@@ -128,88 +125,98 @@ _MARKER_RESERVE = 200
 """Bytes of the budget kept for the omission marker."""
 
 
-# (markers, pattern): a pattern runs only when one of its markers occurs in the text (a
-# C-speed substring search), and every pattern starts with a literal so the regex engine can
-# skip ahead; the word boundary before a match is checked in ``_mask`` instead of with a
-# leading ``\b`` (which would disable that optimisation: ~30x slower on source files). A
-# pattern with a group named ``v`` redacts only that group (the value after a label).
+# (markers, pattern, at): a pattern runs only where one of its markers occurs in the text
+# (one Aho-Corasick pass shared with the injection scan, :mod:`._prefilter`). ``at`` is the
+# offset of the markers from the start of every match, for a case-sensitive pattern that
+# starts with its marker (a literal, or one character before it): the regex is then tried
+# only at those starts (``Pattern.match``), in order, skipping starts inside the previous
+# match, which finds exactly what ``Pattern.sub`` scanning the whole text would. ``None``: a
+# case-insensitive pattern or one whose marker floats; it scans the whole text when a marker
+# occurs. The word boundary before a match is checked in ``_mask`` instead of with a leading
+# ``\b``. A pattern with a group named ``v`` redacts only that group (the value after a label).
 _B64 = r"[A-Za-z0-9+/]"
-_SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
-    (markers, re.compile(pattern, flags))
-    for markers, pattern, flags in (
-        (
-            ("PRIVATE KEY-----",),
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
-            r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
-            0,
-        ),
-        # the end of a key shown without its BEGIN line (tail, a cut output)
-        (
-            ("PRIVATE KEY-----",),
-            r"^(?P<v>(?:[A-Za-z0-9+/=]{16,}\r?\n)+)-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
-            re.M,
-        ),
-        # a key body without BEGIN/END: 64-column base64 lines starting like a DER private
-        # key (MII…) or an OpenSSH key (b3BlbnNzaC1rZXktdjE = "openssh-key-v1")
-        (
-            ("MII", "b3BlbnNzaC1rZXktdjE"),
-            rf"^(?P<v>(?:MII|b3BlbnNzaC1rZXktdjE){_B64}{{61,67}}\r?\n(?:{_B64}{{64,70}}\r?\n)+)",
-            re.M,
-        ),
-        (("sk-",), r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-        (
-            ("k_live_", "k_test_", "whsec_"),
-            r"(?:[sr]k_(?:live|test)_|whsec_)[A-Za-z0-9]{16,}",
-            0,
-        ),
-        (("AKIA", "ASIA"), r"A(?:KI|SI)A[0-9A-Z]{16}(?![0-9A-Za-z])", 0),
-        (
-            ("ecret", "ECRET"),
-            r"(?i:secret[_-]?access[_-]?key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})"
-            r"(?![A-Za-z0-9/+])",
-            0,
-        ),
-        (("ghp_", "gho_", "ghs_", "ghr_", "ghu_"), r"gh[pousr]_[A-Za-z0-9]{30,}", 0),
-        (("github_pat_",), r"github_pat_[A-Za-z0-9_]{30,}", 0),
-        (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}", 0),
-        (("hf_",), r"hf_[A-Za-z0-9]{30,}", 0),
-        (("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", 0),
-        (("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0),
-        (("dckr_pat_",), r"dckr_pat_[A-Za-z0-9_\-]{20,}", 0),
-        (("xox",), r"xox[abposer]-[A-Za-z0-9\-]{10,}", 0),
-        (("xapp-",), r"xapp-\d-[A-Za-z0-9\-]{20,}", 0),
-        (
-            ("hooks.slack.com/",),
-            r"hooks\.slack\.com/(?:services|workflows)/(?P<v>[A-Za-z0-9/_\-]{20,})",
-            0,
-        ),
-        (("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", 0),
-        (("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{20,}", 0),
-        (("ya29.",), r"ya29\.[A-Za-z0-9_\-]{20,}", 0),
-        (("SG.",), r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{20,}", 0),
-        (("AccountKey=",), r"AccountKey=(?P<v>[A-Za-z0-9+/]{40,}={0,2})", 0),
-        (("eyJ",), r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
-        (("earer", "EARER"), r"(?i:bearer)\s+[A-Za-z0-9_\-\.=+/]{20,}", 0),
+_SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], tuple[int, ...] | None], ...] = (
+    tuple(
+        (markers, re.compile(pattern, flags), at)
+        for markers, pattern, flags, at in (
+            (
+                ("PRIVATE KEY-----",),
+                r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
+                r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+                0,
+                None,
+            ),
+            # the end of a key shown without its BEGIN line (tail, a cut output)
+            (
+                ("PRIVATE KEY-----",),
+                r"^(?P<v>(?:[A-Za-z0-9+/=]{16,}\r?\n)+)-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+                re.M,
+                None,
+            ),
+            # a key body without BEGIN/END: 64-column base64 lines starting like a DER
+            # private key (MII…) or an OpenSSH key (b3BlbnNzaC1rZXktdjE = "openssh-key-v1")
+            (
+                ("MII", "b3BlbnNzaC1rZXktdjE"),
+                rf"^(?P<v>(?:MII|b3BlbnNzaC1rZXktdjE){_B64}{{61,67}}\r?\n(?:{_B64}{{64,70}}\r?\n)+)",
+                re.M,
+                (0, 0),
+            ),
+            (("sk-",), r"sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (
+                ("k_live_", "k_test_", "whsec_"),
+                r"(?:[sr]k_(?:live|test)_|whsec_)[A-Za-z0-9]{16,}",
+                0,
+                (1, 1, 0),
+            ),
+            (("AKIA", "ASIA"), r"A(?:KI|SI)A[0-9A-Z]{16}(?![0-9A-Za-z])", 0, (0, 0)),
+            (
+                ("ecret", "ECRET"),
+                r"(?i:secret[_-]?access[_-]?key)[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})"
+                r"(?![A-Za-z0-9/+])",
+                0,
+                None,
+            ),
+            (
+                ("ghp_", "gho_", "ghs_", "ghr_", "ghu_"),
+                r"gh[pousr]_[A-Za-z0-9]{30,}",
+                0,
+                (0, 0, 0, 0, 0),
+            ),
+            (("github_pat_",), r"github_pat_[A-Za-z0-9_]{30,}", 0, (0,)),
+            (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (("hf_",), r"hf_[A-Za-z0-9]{30,}", 0, (0,)),
+            (("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", 0, (0,)),
+            (("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_\-]{50,}", 0, (0,)),
+            (("dckr_pat_",), r"dckr_pat_[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (("xox",), r"xox[abposer]-[A-Za-z0-9\-]{10,}", 0, (0,)),
+            (("xapp-",), r"xapp-\d-[A-Za-z0-9\-]{20,}", 0, (0,)),
+            (
+                ("hooks.slack.com/",),
+                r"hooks\.slack\.com/(?:services|workflows)/(?P<v>[A-Za-z0-9/_\-]{20,})",
+                0,
+                (0,),
+            ),
+            (("AIza",), r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", 0, (0,)),
+            (("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (("ya29.",), r"ya29\.[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (("SG.",), r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{20,}", 0, (0,)),
+            (("AccountKey=",), r"AccountKey=(?P<v>[A-Za-z0-9+/]{40,}={0,2})", 0, (0,)),
+            (
+                ("eyJ",),
+                r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+                0,
+                (0,),
+            ),
+            (("earer", "EARER"), r"(?i:bearer)\s+[A-Za-z0-9_\-\.=+/]{20,}", 0, None),
+        )
     )
 )
 
-_MARKERS = tuple(sorted({m for markers, _ in _SECRET_PATTERNS for m in markers}))
-_MARKER_FINDER: Any = None
-if _AhoCorasick is not None:
-    _MARKER_FINDER = _AhoCorasick(list(_MARKERS))
-
-
-def _present_markers(text: str) -> set[str] | None:
-    """Every marker occurring in ``text``, found in one pass (Aho-Corasick, in Rust: ~55 µs
-    on a 33 kB source file where 34 ``in`` searches take ~0.6 ms); ``None`` without
-    ``ahocorasick_rs``, or for text it cannot take (a lone surrogate, as ``os.fsdecode``
-    makes of a non-UTF-8 file name): the caller then searches marker by marker."""
-    if _MARKER_FINDER is None:
-        return None
-    try:
-        return set(_MARKER_FINDER.find_matches_as_strings(text, overlapping=True))
-    except UnicodeEncodeError:
-        return None
+SECRET_MARKERS: tuple[str, ...] = tuple(
+    sorted({m for markers, _, _ in _SECRET_PATTERNS for m in markers})
+)
+"""The literals one of which every credential pattern's match contains (redaction's half
+of the one-pass prefilter, :mod:`._prefilter`)."""
 
 
 _CERTIFICATE_BEFORE = re.compile(r"-----BEGIN [A-Z0-9 ]*(?:CERTIFICATE|PUBLIC KEY)-----\r?\n$")
@@ -261,19 +268,63 @@ def redact_secrets(text: str) -> str:
     """
     if not text:
         return text
-    markers_in = _present_markers(text)
-    if markers_in is not None:
-        for markers, pattern in _SECRET_PATTERNS:
-            if not markers_in:
-                break
-            if not markers_in.isdisjoint(markers):
-                redacted = pattern.sub(_mask, text)
-                if redacted != text:
-                    text = redacted
-                    markers_in = _present_markers(text) or set()  # what is left to look for
+    found = _prefilter.find(text)
+    if found is None:
+        return _redact_marker_by_marker(text)
+    for markers, pattern, at in _SECRET_PATTERNS:
+        if not found:
+            break
+        if found.keys().isdisjoint(markers):
+            continue
+        if at is None:
+            redacted = pattern.sub(_mask, text)
+        else:
+            redacted = _sub_at_markers(pattern, text, markers, at, found)
+        if redacted != text:
+            text = redacted
+            found = _prefilter.find(text) or {}  # what is left to look for
+    return text
+
+
+def _sub_at_markers(
+    pattern: re.Pattern[str],
+    text: str,
+    markers: tuple[str, ...],
+    offsets: tuple[int, ...],
+    found: _prefilter.Hits,
+) -> str:
+    """``pattern.sub(_mask, text)`` for a pattern whose every match starts ``offsets[i]``
+    characters before an occurrence of ``markers[i]`` (``found``: where each occurs): the
+    regex is tried only at those starts, in order, a start inside the previous match
+    skipped (as ``sub`` scans)."""
+    starts: set[int] = set()
+    for marker, offset in zip(markers, offsets, strict=True):
+        for i in found.get(marker, ()):
+            if i >= offset:
+                starts.add(i - offset)
+    parts: list[str] = []
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        m = pattern.match(text, start)
+        if m is None:
+            continue
+        parts.append(text[end:start])
+        parts.append(_mask(m))
+        end = m.end()
+    if not parts:
         return text
-    present: dict[str, bool] = {}  # each marker is searched for once
-    for markers, pattern in _SECRET_PATTERNS:
+    parts.append(text[end:])
+    return "".join(parts)
+
+
+def _redact_marker_by_marker(text: str) -> str:
+    """:func:`redact_secrets` without the one-pass prefilter (a lone surrogate in
+    ``text``): each marker searched for once with ``in``, every pattern with a marker
+    present run over the whole text."""
+    present: dict[str, bool] = {}
+    for markers, pattern, _ in _SECRET_PATTERNS:
         hit = False
         for m in markers:
             found = present.get(m)

@@ -30,8 +30,10 @@ An undeclared replacement is undone (the original tool is put back) and reported
 ``octos-tools tools`` shows ``<plugin> (overrides)`` in its plugin column.
 
 Plugins run in this process: they are trusted code. What the server still enforces on their
-tools: synchronous tools run in worker threads (a slow one does not stall other calls) and
-every call has its timeout.
+tools: every call of a plugin tool, ``async`` or not, runs on an event loop of its own in a
+worker thread (:mod:`octos_tools._off_loop`), so a tool that blocks stalls no other call, and
+its timeout fires on the main loop (the call answers ``timeout`` on time even while the
+plugin's code is still blocked).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import weakref
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING
+
+from ._off_loop import wrap_off_loop
 
 if TYPE_CHECKING:
     from .config import Config
@@ -145,6 +149,8 @@ def load_plugins(
         report.loaded[name] = added_names + replaced
         if replaced:
             report.overrides[name] = replaced
+        for tool_name in added_names + replaced:
+            wrap_off_loop(registry.get(tool_name))
         for tool_name in added_names:
             origins[tool_name] = name
         for tool_name in replaced:

@@ -166,6 +166,27 @@ async def test_read_cuts_long_lines_and_big_output(root: Path, ws: Workspace) ->
     assert res2.output.startswith(f"{nxt}│ ")
 
 
+async def test_a_cut_of_non_ascii_lines_shows_every_line_that_fits(
+    root: Path, ws: Workspace
+) -> None:
+    """The budget counts each line's UTF-8 bytes (its number column, ``│ `` and newline
+    too): the cut is after the last line that fits, whatever mix of scripts the lines hold."""
+    lines = [
+        ("é" * (i % 7) + "a" * (i % 5) + "密钥" * (i % 3) + "😀" * (i % 2)) for i in range(9000)
+    ]
+    (root / "mixed.txt").write_text("\n".join(lines) + "\n", "utf-8")
+    res = await call(files.ReadFileTool, ws, {"path": "mixed.txt"})
+    assert res.success and "output cut" in res.output
+    body, footer = res.output.split("\n\n(showing lines ", 1)
+    shown = body.split("\n")
+    last = int(footer.split("-", 1)[1].split(" ", 1)[0])
+    assert len(shown) == last and shown[-1] == f"{last:>{len(str(last))}}│ {lines[last - 1]}"
+    # the budget (0.8 x 50,000 bytes) counts each line's bytes plus the view's widest
+    # number column (4 digits here), "│ " and "\n" counted as 3
+    cost = [len(x.encode()) + 4 + 3 for x in lines]
+    assert sum(cost[:last]) <= 40_000 < sum(cost[: last + 1])
+
+
 async def test_a_cut_line_can_be_read_on_by_column(root: Path, ws: Workspace) -> None:
     """A 3 MB single line: the cut states its full length and the exact arguments that show
     the next part; following them walks through the whole line."""

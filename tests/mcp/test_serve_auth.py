@@ -140,6 +140,7 @@ def test_remote_bind_without_token_refuses_to_start(workspace: Path, tmp_path: P
     assert "--allow-remote" in err
     short = tmp_path / "token"
     short.write_text("abc\n")
+    short.chmod(0o600)
     config = tmp_path / "octos.toml"
     config.write_text(f'[serve]\nauth_token_file = "{short}"\n')
     err = _serve(workspace, "--host", "0.0.0.0", "--allow-remote", "-c", str(config))
@@ -152,6 +153,17 @@ def test_remote_bind_without_token_refuses_to_start(workspace: Path, tmp_path: P
 def test_load_token_sources(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text(TOKEN + "\nignored\n")
+    path.chmod(0o644)
+    with pytest.raises(ConfigError) as refused:  # as OpenSSH refuses an unprotected key
+        load_token(str(path), environ={})
+    assert str(refused.value) == (
+        f"serve.auth_token_file {path}: other users can read or change it (mode 0644); "
+        f"refusing to start: run 'chmod 600 {path}'"
+    )
+    path.chmod(0o620)
+    with pytest.raises(ConfigError, match="mode 0620"):
+        load_token(str(path), environ={})
+    path.chmod(0o600)
     assert load_token(str(path), environ={}) == TOKEN
     assert load_token(str(path), environ={TOKEN_ENV: "from-the-environment-123"}) == (
         "from-the-environment-123"
@@ -161,6 +173,17 @@ def test_load_token_sources(tmp_path: Path) -> None:
         load_token(str(tmp_path / "absent"), environ={})
     with pytest.raises(ConfigError, match="no spaces"):
         load_token(None, environ={TOKEN_ENV: "has a space in the middle here"})
+
+
+def test_serve_refuses_a_token_file_others_can_read(workspace: Path, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o640)
+    config = tmp_path / "octos.toml"
+    config.write_text(f'[serve]\nauth_token_file = "{token_file}"\n')
+    err = _serve(workspace, "--port", "0", "-c", str(config))
+    assert len(err.strip().splitlines()) == 1, err
+    assert str(token_file) in err and "mode 0640" in err and "chmod 600" in err
 
 
 def test_transport_security_lists() -> None:

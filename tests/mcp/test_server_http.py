@@ -145,3 +145,47 @@ def test_bad_transport_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_in_process("serve", "-w", str(tmp_path), "-t", "pigeon")
     assert proc.returncode == 2
     assert b"stdio" in proc.stderr
+
+
+async def test_sigterm_exits_cleanly_with_clients_connected(tmp_path: Path) -> None:
+    """SIGTERM on ``serve --transport http`` with a session open and a command running:
+    the process leaves within seconds, code 0 (or 143), with no traceback on stderr (uvicorn
+    shuts down gracefully instead of having its lifespan cancelled) and its token file
+    removed."""
+    from tests.mcp.http_serve import start_http
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    argv = [sys.executable, "-m", "octos_tools", "serve", "-t", "http", "-p", "0"]
+    serve = start_http([*argv, "-w", str(ws)], start_new_session=True)
+    assert serve.token_file is not None and serve.token_file.exists()
+    try:
+        async with Client(transport(serve.url, serve.token)) as client:
+            await client.list_tools()
+            async with anyio.create_task_group() as tg:
+
+                async def long_call() -> None:
+                    with anyio.move_on_after(30):
+                        try:
+                            await client.call_tool("exec_command", {"cmd": "sleep 30"})
+                        except Exception:  # the server went away: expected
+                            pass
+
+                tg.start_soon(long_call)
+                await anyio.sleep(1.5)  # the command runs
+                serve.proc.send_signal(signal.SIGTERM)
+                with anyio.fail_after(25):
+                    while serve.proc.poll() is None:
+                        await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()
+    except Exception:  # the client's own teardown after the server left
+        pass
+    finally:
+        if serve.proc.poll() is None:
+            serve.proc.kill()
+        serve.proc.wait(10)
+    assert serve.proc.stderr is not None
+    rest = serve.proc.stderr.read().decode()
+    assert serve.proc.returncode in (0, 143), rest
+    assert "Traceback" not in rest and "CancelledError" not in rest, rest
+    assert not serve.token_file.exists()

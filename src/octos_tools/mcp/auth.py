@@ -24,6 +24,8 @@ import contextlib
 import hmac
 import os
 import secrets
+import shlex
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,7 +82,9 @@ def load_token(token_file: str | None, *, environ: dict[str, str] | None = None)
         The token, or ``None`` when neither source gives one.
 
     Raises:
-        ConfigError: the file cannot be read, or the token is shorter than
+        ConfigError: the file cannot be read, other users may read or change it (any
+            group or other permission bit, the rule OpenSSH applies to a private key:
+            "UNPROTECTED PRIVATE KEY FILE", refused), or the token is shorter than
             :data:`MIN_TOKEN_CHARS` characters or holds whitespace.
     """
     env = os.environ if environ is None else environ
@@ -91,6 +95,12 @@ def load_token(token_file: str | None, *, environ: dict[str, str] | None = None)
         try:
             if not path.is_file() or path.stat().st_size > 4096:
                 raise ConfigError(f"serve.auth_token_file {path}: not a small regular file")
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if mode & 0o077:
+                raise ConfigError(
+                    f"serve.auth_token_file {path}: other users can read or change it (mode "
+                    f"{mode:04o}); refusing to start: run 'chmod 600 {shlex.quote(str(path))}'"
+                )
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"serve.auth_token_file {path}: cannot read it ({exc})") from None

@@ -19,6 +19,8 @@ from typing import Any
 
 import anyio
 
+from .request_body import SCOPE_KEY, PostBody
+
 __all__ = ["CancelOnDisconnect"]
 
 logger = logging.getLogger("octos_tools.mcp.http")
@@ -44,58 +46,41 @@ def _call_ids(body: bytes) -> list[str | int]:
 
 class CancelOnDisconnect:
     """ASGI wrapper: cancel the ``tools/call`` requests of a POST whose client left before
-    their answer (see the module docstring).
+    their answer (see the module docstring). Inside :class:`~.request_body.KeepBody`, whose
+    :class:`~.request_body.PostBody` it reads.
 
     Args:
         app: the SDK's streamable-HTTP app.
-        max_body_bytes: bodies over this size are not inspected (the SDK refuses them).
     """
 
-    def __init__(self, app: Any, max_body_bytes: int) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        body: PostBody | None = scope.get(SCOPE_KEY)
+        if body is None:
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        state = {"size": 0, "body_done": False, "answered": False, "gone": False}
-        body_done = anyio.Event()
-
-        async def tee() -> Any:
-            message = await receive()
-            kind = message.get("type")
-            if kind == "http.request":
-                piece = message.get("body", b"")
-                state["size"] += len(piece)
-                if state["size"] <= self.max_body_bytes:
-                    chunks.append(piece)
-                if not message.get("more_body"):
-                    body_done.set()
-            elif kind == "http.disconnect":
-                state["gone"] = True
-            return message
+        answered = [False]
 
         async def tracked_send(message: Any) -> None:
             if message["type"] == "http.response.body" and not message.get("more_body"):
-                state["answered"] = True
+                answered[0] = True
             await send(message)
 
-        async def watch(scope_: anyio.CancelScope) -> None:
-            await body_done.wait()
-            while not state["gone"]:
-                message = await receive()  # uvicorn wakes every waiter on a disconnect
+        async def watch() -> None:
+            await body.complete.wait()
+            while not body.gone:
+                message = await body.receive()  # uvicorn wakes every waiter on a disconnect
                 if message.get("type") == "http.disconnect":
-                    state["gone"] = True
+                    body.gone = True
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch, tg.cancel_scope)
-            await self.app(scope, tee, tracked_send)
+            tg.start_soon(watch)
+            await self.app(scope, receive, tracked_send)
             tg.cancel_scope.cancel()
-        if state["gone"] and not state["answered"]:
-            ids = _call_ids(b"".join(chunks)) if state["size"] <= self.max_body_bytes else []
-            for rid in ids:
+        if body.gone and not answered[0]:
+            for rid in _call_ids(body.bytes()):
                 await self._cancel(scope, rid)
 
     async def _cancel(self, scope: Any, rid: str | int) -> None:
@@ -110,6 +95,7 @@ class CancelOnDisconnect:
         headers = [(k, v) for k, v in scope.get("headers", []) if k not in (b"content-length",)] + [
             (b"content-length", str(len(body)).encode())
         ]
+        scope = {k: v for k, v in scope.items() if k != SCOPE_KEY}
         sent = [False]
 
         async def receive() -> Any:

@@ -13,7 +13,9 @@ protocol → Transports → Streamable HTTP*), on the SDK's session manager and 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
 
 __all__ = ["HttpOptions", "bind_socket", "serve_http_app"]
+
+logger = logging.getLogger("octos_tools.mcp.http")
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -92,6 +96,29 @@ class HttpOptions:
         self.limits = limits or ConnectionLimits()
 
 
+class _QuietStop(logging.Filter):
+    """On uvicorn's logger once it is stopping: the requests it cancels at the end of
+    its graceful shutdown (a call still running, an open event stream) are the point of
+    stopping, not errors; their ``CancelledError`` tracebacks and uvicorn's "Cancel N running
+    task(s)" line go to our logger at INFO, one line each. Everything else passes."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__()
+        self.server = server
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.server.should_exit:  # set by a stop request or uvicorn's own signal handler
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        cancelled = isinstance(exc, asyncio.CancelledError) or (
+            isinstance(exc, BaseExceptionGroup) and exc.split(asyncio.CancelledError)[1] is None
+        )
+        if cancelled or "graceful shutdown exceeded" in record.getMessage():
+            logger.info("stopping: %s", record.getMessage().splitlines()[0])
+            return False
+        return True
+
+
 def _url(host: str, port: int, path: str) -> str:
     shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
     return f"http://{shown}:{port}{path}"
@@ -135,8 +162,10 @@ async def serve_http_app(
     sock: socket.socket | None = None,
     on_stop: Callable[[], None] | None = None,
     gate: ConnectionGate | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Serve ``server`` over streamable HTTP until cancelled or the process is told to stop.
+    """Serve ``server`` over streamable HTTP until cancelled, the process is told to stop
+    or ``stop`` is set.
 
     Args:
         server: the SDK's low-level server.
@@ -147,12 +176,16 @@ async def serve_http_app(
         on_stop: called when uvicorn has stopped.
         gate: the connection bookkeeping to use (default: a new one of
             ``options.limits``; tests read its counts).
+        stop: when set, uvicorn shuts down gracefully (open connections closed, the app's
+            lifespan ended) and this returns: the way to stop on a signal (cancelling
+            instead interrupts the lifespan, and Starlette logs the ``CancelledError``).
     """
     import uvicorn
 
     from .auth import RequireBearer
     from .connections import protocol_for
     from .disconnect import CancelOnDisconnect
+    from .request_body import KeepBody
     from .rpc_errors import RecoverIds
 
     gate = gate or ConnectionGate(options.limits)
@@ -166,7 +199,7 @@ async def serve_http_app(
     bound: list[int] = [options.port]
     wrapped = RequireBearer(
         _WrongPath(
-            CancelOnDisconnect(RecoverIds(app, options.max_body_bytes), options.max_body_bytes),
+            KeepBody(CancelOnDisconnect(RecoverIds(app)), options.max_body_bytes),
             options.path,
             lambda: _url(options.host, bound[0], options.path),
         ),
@@ -198,16 +231,33 @@ async def serve_http_app(
                 on_stop()
             tg.cancel_scope.cancel()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run_uvicorn)
-        while not uv.started and not uv.should_exit:
-            await anyio.sleep(0.02)
-        if uv.started:
-            bound[0] = _bound_port(uv) or options.port
-            if on_ready is not None:
-                maybe = on_ready(_url(options.host, bound[0], options.path))
-                if maybe is not None:
-                    await maybe
+    quiet = _QuietStop(uv)
+
+    async def stop_when_told(event: anyio.Event) -> None:
+        await event.wait()
+        uv.should_exit = True
+
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_uvicorn)
+            if stop is not None:
+                tg.start_soon(stop_when_told, stop)
+            while not uv.started and not uv.should_exit:
+                await anyio.sleep(0.02)
+            if uv.started:
+                bound[0] = _bound_port(uv) or options.port
+                if on_ready is not None:
+                    maybe = on_ready(_url(options.host, bound[0], options.path))
+                    if maybe is not None:
+                        await maybe
+    finally:
+        # the requests uvicorn cancelled log their end after it returned: let them first
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+            while uv.server_state.tasks:
+                await anyio.sleep(0.02)
+        uvicorn_log.removeFilter(quiet)
 
 
 def _bound_port(server: Any) -> int | None:

@@ -10,6 +10,13 @@ the standard library's JSON decoder, which accepts what pydantic's refuses (a lo
 surrogate escape such as ``"\\ud800"``), and recovers the id:
 
 * not JSON: ``-32700``, id ``null`` (nothing to read);
+* a batch (a JSON array): ``-32600``, id ``null``: ``[]`` is an "empty batch" (JSON-RPC 2.0
+  §6), any other is refused whole (MCP 2025-06-18 removed JSON-RPC batching; the SDK v2
+  answers both ``-32602`` with a pydantic dump);
+* an ``id`` that is not a string or an integer (``null``, an object, an array, a float, a
+  boolean; the MCP specification: the id MUST NOT be null): ``-32600`` with id ``null``
+  (JSON-RPC 2.0 §5.1), where the SDK takes such a request for a notification and answers
+  nothing (:func:`invalid_id_error`);
 * JSON, but not Unicode text (a lone surrogate escape): ``-32700`` with the id;
 * no ``method`` and no ``result`` / ``error``: ``-32600`` with the id;
 * ``params`` not an object: ``-32602`` with the id;
@@ -24,7 +31,9 @@ from typing import Any
 
 import mcp_types as types
 
-__all__ = ["RecoverIds", "envelope_error"]
+from .request_body import SCOPE_KEY, PostBody
+
+__all__ = ["RecoverIds", "envelope_error", "invalid_id_error"]
 
 
 def _error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:
@@ -52,6 +61,15 @@ def envelope_error(raw: str | bytes, *, undecodable: bool) -> types.JSONRPCError
         envelope = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return _error(None, -32700, "Parse error: the message is not valid JSON")
+    if isinstance(envelope, list):
+        if not envelope:
+            return _error(None, -32600, "Invalid request: empty batch")
+        return _error(
+            None,
+            -32600,
+            "Invalid request: batches are not supported (MCP removed JSON-RPC batching in "
+            "2025-06-18); send one message per request",
+        )
     if not isinstance(envelope, dict):
         return _error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
     rid = _usable_id(envelope.get("id"))
@@ -82,51 +100,91 @@ def envelope_error(raw: str | bytes, *, undecodable: bool) -> types.JSONRPCError
     return _error(rid, -32600, "Invalid request: not a valid JSON-RPC 2.0 request")
 
 
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def invalid_id_error(raw: str | bytes) -> types.JSONRPCError | None:
+    """The ``-32600`` error (id ``null``) answering ``raw``, a message the SDK decoded as a
+    notification, when it is a request whose ``id`` is not a string or an integer; ``None``
+    for a real notification (no ``id`` member) or a response.
+
+    Cheap for the common case: only a message whose text holds ``"id"`` is parsed.
+    """
+    marker: str | bytes = b'"id"' if isinstance(raw, bytes) else '"id"'
+    if marker not in raw:  # type: ignore[operator]
+        return None
+    try:
+        envelope = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(envelope, dict) or "id" not in envelope or "method" not in envelope:
+        return None
+    if _usable_id(envelope["id"]) is not None:
+        return None
+    return _error(
+        None,
+        -32600,
+        f"Invalid request: id must be a string or an integer (got {_json_kind(envelope['id'])})",
+    )
+
+
 class RecoverIds:
-    """ASGI wrapper of the SDK's streamable-HTTP app: a ``400`` JSON-RPC error with
-    ``id: null`` that answers a POST whose id can be read is rewritten by
-    :func:`envelope_error` (the id and the right code). The request body is kept as it
-    passes to the SDK (no second read, no extra parse unless the SDK refused it).
+    """ASGI wrapper of the SDK's streamable-HTTP app, inside
+    :class:`~octos_tools.mcp.request_body.KeepBody` (it reads the kept body; no parse unless
+    the SDK refused the request):
+
+    * a ``400`` JSON-RPC error with ``id: null`` gets the request's id when it can be read;
+      the SDK's own validation dumps (``-32602``, ``-32700``) are replaced by
+      :func:`envelope_error`'s code and message, its other errors (a missing session id, a
+      bad protocol version header) keep theirs;
+    * a ``202`` (the SDK took the message for a notification) answering a request whose id
+      is invalid becomes the ``400`` of :func:`invalid_id_error`.
 
     Args:
         app: the ASGI app.
-        max_body_bytes: a body over this size is not kept (the SDK refuses it with ``413``).
     """
 
-    def __init__(self, app: Any, max_body_bytes: int) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        body: PostBody | None = scope.get(SCOPE_KEY)
+        if body is None:
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        kept = [0]
         held: list[Any] = []
 
-        async def tee() -> Any:
-            message = await receive()
-            if message.get("type") == "http.request" and kept[0] <= self.max_body_bytes:
-                body = message.get("body", b"")
-                kept[0] += len(body)
-                chunks.append(body)
-            return message
-
         async def watch(message: Any) -> None:
-            if message["type"] == "http.response.start" and message.get("status") == 400:
-                held.append(message)
-                return
+            if message["type"] == "http.response.start":
+                status = message.get("status")
+                if status == 400:
+                    held.append(message)
+                    return
+                if status == 202:
+                    bad = invalid_id_error(body.bytes())
+                    if bad is not None:
+                        held.append(None)  # drop the SDK's 202 and its empty body
+                        await _send_json(message, _dump(bad), send, status=400)
+                        return
             if held and message["type"] == "http.response.body":
+                if held[0] is None:
+                    return
                 held.append(message)
                 if message.get("more_body"):
                     return
-                await self._rewrite(held, b"".join(chunks), send)
+                await self._rewrite(held, body.bytes(), send)
                 held.clear()
                 return
             await send(message)
 
-        await self.app(scope, tee, watch)
+        await self.app(scope, receive, watch)
 
     async def _rewrite(self, held: list[Any], request: bytes, send: Any) -> None:
         start, *bodies = held
@@ -136,18 +194,36 @@ class RecoverIds:
             sent = json.loads(answer)
         except ValueError:
             sent = None
-        if isinstance(sent, dict) and sent.get("id") is None and "error" in sent:
-            code = sent["error"].get("code") if isinstance(sent["error"], dict) else None
+        if (
+            isinstance(sent, dict)
+            and sent.get("id") is None
+            and isinstance(sent.get("error"), dict)
+        ):
+            code = sent["error"].get("code")
             mine = envelope_error(request, undecodable=code == -32700)
-            if mine is not None and mine.id is not None:
-                replaced = mine.model_dump_json(by_alias=True, exclude_none=True).encode()
+            if mine is not None and code in (-32602, -32700):
+                replaced = _dump(mine)
+            elif mine is not None and mine.id is not None:
+                replaced = json.dumps({**sent, "id": mine.id}).encode()
         if replaced is None:
             for message in held:
                 await send(message)
             return
-        headers = [
-            (k, str(len(replaced)).encode() if k.lower() == b"content-length" else v)
-            for k, v in start.get("headers", [])
-        ]
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": replaced})
+        await _send_json(start, replaced, send)
+
+
+def _dump(error: types.JSONRPCError) -> bytes:
+    return error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+async def _send_json(start: Any, body: bytes, send: Any, *, status: int | None = None) -> None:
+    """Send ``body`` as a JSON response with the headers of the SDK's ``start`` message."""
+    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+    if not any(k.lower() == b"content-type" for k, _v in headers):
+        headers.append((b"content-type", b"application/json"))
+    headers.append((b"content-length", str(len(body)).encode()))
+    message = {**start, "headers": headers}
+    if status is not None:
+        message["status"] = status
+    await send(message)
+    await send({"type": "http.response.body", "body": body})

@@ -46,9 +46,7 @@ from .. import __version__
 from ..context import ProgressReporter, ToolContext, ToolPermissions
 from .approval import InputRequiredApproval, approval_via_elicitation
 from .auth import LOOPBACK_HOSTS, is_loopback, issue_token, token_file_path, transport_security
-from .connections import ConnectionGate, ConnectionLimits
 from .elicitation import supports_elicitation, user_input_via_elicitation
-from .http import HttpOptions, bind_socket, serve_http_app
 from .results import META_KEY, result_to_mcp
 from .sessions import McpSession, McpSessions, output_schema_of, spec_to_mcp, unusable_tools
 from .stdio import DEFAULT_MAX_MESSAGE_BYTES, stdio_transport
@@ -60,6 +58,8 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from ..registry import ToolRegistry
+    from .connections import ConnectionGate, ConnectionLimits
+    from .http import bind_socket  # at run time: __getattr__ below
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -74,6 +74,17 @@ __all__ = [
 ]
 
 logger = logging.getLogger("octos_tools.mcp.server")
+
+
+def __getattr__(name: str) -> Any:
+    """``bind_socket`` from :mod:`.http`, imported on first use: the HTTP stack (uvicorn,
+    h11) is not loaded by a stdio ``serve``."""
+    if name == "bind_socket":
+        from .http import bind_socket
+
+        return bind_socket
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SESSION_KEY = "octos_tools.mcp_session"
 
@@ -401,8 +412,10 @@ class OctosMcpServer:
         allowed_origins: list[str] | tuple[str, ...] = (),
         limits: ConnectionLimits | None = None,
         gate: ConnectionGate | None = None,
+        stop: anyio.Event | None = None,
     ) -> None:
-        """Serve streamable HTTP at ``http://host:port{path}`` until cancelled.
+        """Serve streamable HTTP at ``http://host:port{path}`` until cancelled or ``stop``
+        is set (then it shuts down gracefully: what a signal should do).
 
         Args:
             host: the address to bind (the CLI refuses non-loopback hosts without
@@ -421,11 +434,14 @@ class OctosMcpServer:
             limits: connection caps and timeouts
                 (:class:`~octos_tools.mcp.connections.ConnectionLimits`).
             gate: the connection bookkeeping (default: a new one of ``limits``).
+            stop: set it to stop serving gracefully.
 
         Raises:
             ConfigError: a remote wildcard bind without ``allowed_hosts``.
             ValueError: no ``token`` and no ``no_auth``, or ``no_auth`` on a remote bind.
         """
+        from .http import HttpOptions, serve_http_app
+
         options = HttpOptions(
             host,
             port,
@@ -449,6 +465,7 @@ class OctosMcpServer:
                     sock=sock,
                     on_stop=self.listen_handler.close,
                     gate=gate,
+                    stop=stop,
                 )
                 tg.cancel_scope.cancel()
 
@@ -553,6 +570,8 @@ async def run_server(
     elif token is None:
         bound = sock.getsockname()[1] if sock is not None else port
         if bound == 0:
+            from .http import bind_socket
+
             sock = bind_socket(host, 0)
             bound = sock.getsockname()[1]
         token_file = token_file_path(root, bound)
@@ -566,10 +585,17 @@ async def run_server(
         auth = "" if no_auth else ", bearer token required"
         say(f"octos-tools: serving {where} over HTTP, listening on {url} ({count} tools{auth})")
 
+    stop = anyio.Event()
+
     async def stop_on_signal(scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as sigs:
             await anext(sigs)
-        scope.cancel()  # unwinds: the token file is removed below
+            # uvicorn shuts down gracefully (a cancel would interrupt the app's lifespan,
+            # which Starlette logs as a CancelledError traceback); cancel only if it hangs.
+            # The receiver stays open: uvicorn raises the signal again once it is done.
+            stop.set()
+            await anyio.sleep(15)
+        scope.cancel()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -585,6 +611,7 @@ async def run_server(
                 allowed_hosts=allowed_hosts,
                 allowed_origins=allowed_origins,
                 limits=limits,
+                stop=stop,
             )
             tg.cancel_scope.cancel()
     finally:

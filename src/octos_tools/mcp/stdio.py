@@ -41,10 +41,10 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from .rpc_errors import envelope_error
+from .rpc_errors import envelope_error, invalid_id_error
 
 if TYPE_CHECKING:
-    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared._stream_protocols import WriteStream
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "CappedLines", "stdio_transport"]
 
@@ -83,25 +83,16 @@ def _recover_id(head: bytes, tail: bytes) -> str | int | None:
     return None
 
 
-def invalid_line_reply(exc: Exception) -> types.JSONRPCError | None:
-    """The JSON-RPC error answering a line the SDK could not decode, or ``None`` when none
-    is due (a malformed notification or response: JSON-RPC 2.0 §4.1, §5); the id is
-    recovered whenever it can be read (:func:`~octos_tools.mcp.rpc_errors.envelope_error`).
+def invalid_line_reply(exc: Exception, line: str) -> types.JSONRPCError | None:
+    """The JSON-RPC error answering ``line``, which the SDK could not decode (``exc``), or
+    ``None`` when none is due (a malformed notification or response: JSON-RPC 2.0 §4.1,
+    §5); the id is recovered whenever it can be read
+    (:func:`~octos_tools.mcp.rpc_errors.envelope_error`).
     """
     if not isinstance(exc, ValidationError):
         return None
-    errors = exc.errors()
-    raw = next((e["input"] for e in errors if e["type"] == "json_invalid"), None)
-    if raw is not None:
-        if not isinstance(raw, str | bytes):
-            return _rpc_error(None, -32700, "Parse error: the line is not valid JSON")
-        return envelope_error(raw, undecodable=True)
-    envelope = next((e["input"] for e in errors if isinstance(e.get("input"), dict)), None)
-    if envelope is None:
-        return _rpc_error(None, -32600, "Invalid request: not a JSON-RPC 2.0 message object")
-    import json
-
-    return envelope_error(json.dumps(envelope), undecodable=False)
+    undecodable = any(e["type"] == "json_invalid" for e in exc.errors())
+    return envelope_error(line, undecodable=undecodable)
 
 
 class CappedLines:
@@ -290,10 +281,12 @@ class _DirectReads:
 
     def __init__(self, lines: CappedLines) -> None:
         self._lines = lines
+        self.line = ""
+        """The line last received (what :class:`_Tracked` answers when it is wrong)."""
 
     async def receive(self) -> SessionMessage | Exception:
         try:
-            line = await self._lines.__anext__()
+            line = self.line = await self._lines.__anext__()
         except StopAsyncIteration:
             raise anyio.EndOfStream from None
         try:
@@ -333,8 +326,8 @@ class _Tracked:
 
     def __init__(
         self,
-        inner: ReadStream[SessionMessage | Exception] | _DirectReads,
-        write: WriteStream[SessionMessage],
+        inner: _DirectReads,
+        write: WriteStream[SessionMessage] | _DirectWrites,
         lines: CappedLines,
     ) -> None:
         self._inner = inner
@@ -366,12 +359,18 @@ class _Tracked:
                 message = item.message
                 if isinstance(message, types.JSONRPCRequest):
                     self.pending.add(message.id)
-                elif (
-                    isinstance(message, types.JSONRPCNotification)
-                    and message.method == "notifications/cancelled"
-                    and isinstance(message.params, dict)
-                ):
-                    self.answered(message.params.get("requestId"))
+                    return item
+                if isinstance(message, types.JSONRPCNotification):
+                    # the SDK takes a request whose id is not a string or an integer
+                    # (null, an object, ...) for a notification: it is an invalid request
+                    bad = invalid_id_error(self._inner.line)
+                    if bad is not None:
+                        await self._write.send(SessionMessage(bad))
+                        continue
+                    if message.method == "notifications/cancelled" and isinstance(
+                        message.params, dict
+                    ):
+                        self.answered(message.params.get("requestId"))
                 return item
             reply = self._reply_for(item)
             if reply is not None:
@@ -393,7 +392,7 @@ class _Tracked:
                     f"Invalid request: the message is {size:,} bytes, over the limit of "
                     f"{self._lines.limit:,} bytes per stdio message",
                 )
-        reply = invalid_line_reply(exc)
+        reply = invalid_line_reply(exc, self._inner.line)
         logger.debug("undecodable stdio line (%s); answered: %s", exc, reply is not None)
         return reply
 
@@ -444,6 +443,16 @@ class _WriteTracker:
         return getattr(self._inner, name)
 
 
+class _NoLines:
+    """The SDK's ``stdin`` when it only writes: no lines (its reader task ends at once)."""
+
+    def __aiter__(self) -> _NoLines:
+        return self
+
+    async def __anext__(self) -> str:
+        raise StopAsyncIteration
+
+
 @asynccontextmanager
 async def stdio_transport(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
@@ -474,8 +483,10 @@ async def stdio_transport(
             reads = _Tracked(_DirectReads(lines), direct, lines)
             yield reads, _WriteTracker(direct, reads), lines.eof
             return
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-            reads = _Tracked(read_stream, write_stream, lines)
+        # The SDK writes (its writer task and fd 1 handling); lines are decoded here, as
+        # above, so that a wrong line is answered from its own text.
+        async with stdio_server(stdin=_NoLines()) as (_unused, write_stream):  # type: ignore[arg-type]
+            reads = _Tracked(_DirectReads(lines), write_stream, lines)
             yield reads, _WriteTracker(write_stream, reads), lines.eof
     finally:
         if lines.polled:

@@ -106,7 +106,7 @@ def _read_view(
         total = len(all_lines)
         stop = total if end is None else min(end, total)
         lines = all_lines[start - 1 : stop]
-        lengths = [len(x) for x in lines]
+        lengths = list(map(len, lines))
         note = _encoding_note(rel, doc)
         whole = [True] * len(lines)
         return _View(
@@ -286,11 +286,15 @@ def _numbered_body(view: _View, column: int, used: int, budget: int) -> tuple[st
         texts = [t for t, _ in shown]
         cut_flags = [c for _, c in shown]
     joined = "\n".join(texts)
-    nbytes = len(joined) if joined.isascii() else len(joined.encode("utf-8", "replace"))
+    data = None if joined.isascii() else joined.encode("utf-8", "replace")
+    nbytes = len(joined) if data is None else len(data)
     if used + nbytes - (n - 1) + n * w3 <= budget:
         k = n
     else:
-        sizes = [len(t) if t.isascii() else len(t.encode("utf-8", "replace")) for t in texts]
+        # each line's UTF-8 size: the encoded text cut at its newlines (a line has none)
+        sizes = list(map(len, texts if data is None else data.split(b"\n")))
+        if len(sizes) != n:  # pragma: no cover - a shown line holding a newline
+            sizes = [len(t.encode("utf-8", "replace")) for t in texts]
         # cum[j]: bytes used by the header and lines 0..j-1; line j-1 fits iff cum[j] <= budget
         cum = list(accumulate(map(w3.__add__, sizes), initial=used))
         k = max(1, bisect_right(cum, budget, 1) - 1)
