@@ -445,10 +445,14 @@ class HistoryStore:
                 ):
                     return self._whole(head, tool, call_id, session, summary)
                 self._pending = Changes()
-                return self._some(
-                    head, pending.paths, pending.folders, tool, call_id, session, summary,
-                    listed=False,
-                )  # fmt: skip
+                try:
+                    return self._some(
+                        head, pending.paths, pending.folders, tool, call_id, session, summary
+                    )
+                except BaseException:
+                    self._pending.paths |= pending.paths  # told again at the next one
+                    self._pending.folders |= pending.folders
+                    raise
         except GitError as exc:
             raise HistoryUnavailable(str(exc)) from None
         except ValueError as exc:
@@ -478,8 +482,6 @@ class HistoryStore:
         call_id: str,
         session: str,
         summary: str,
-        *,
-        listed: bool = True,
     ) -> Checkpoint | None:
         """A checkpoint of ``paths`` and ``folders``, in-process (:mod:`._record`)."""
         tree = self._tree

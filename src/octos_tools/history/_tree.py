@@ -50,7 +50,9 @@ class TreeCache:
             if not item:
                 continue
             meta, _, raw = item.partition(b"\t")
-            mode, _, sha = meta.decode().split(" ")
+            mode, kind, sha = meta.decode().split(" ")
+            if kind == "tree":
+                mode = TREE_MODE  # ls-tree shows "040000"; a tree object holds "40000"
             path = os.fsdecode(raw)
             parent, _, name = path.rpartition("/")
             cache.dirs.setdefault(parent, {})[name] = (mode, sha)

@@ -25,14 +25,22 @@ import errno
 import os
 import struct
 import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["MAX_WATCHES", "Changes", "Watcher", "start"]
+__all__ = ["MAX_WATCHERS", "MAX_WATCHES", "Changes", "Watcher", "start"]
 
 MAX_WATCHES = 8192
 """Folders one workspace may watch; a bigger tree is scanned by git at each command."""
+MAX_WATCHERS = 8
+"""inotify instances one process keeps (the user's limit, ``max_user_instances``, is
+shared by all their programs, 128 by default): starting one more closes the one drained
+longest ago, whose workspace goes back to whole-tree scans until its next one."""
+
+_live: dict[int, Watcher] = {}  # id -> watcher, least recently drained first
+_live_lock = threading.RLock()  # a watcher is never closed while another thread reads it
 
 _IN_MODIFY = 0x2
 _IN_ATTRIB = 0x4
@@ -115,9 +123,10 @@ class Watcher:
             self.healthy = False
             return False
         path = os.fsencode(self.root / folder) if folder else os.fsencode(self.root)
-        wd = self._lib.inotify_add_watch(self._fd, path, _MASK)
+        with _live_lock:
+            wd = self._lib.inotify_add_watch(self._fd, path, _MASK) if self._fd >= 0 else -1
+            err = ctypes.get_errno() if self._fd >= 0 else errno.EBADF
         if wd < 0:
-            err = ctypes.get_errno()
             if err in (errno.ENOENT, errno.ENOTDIR) and folder:
                 return True  # gone meanwhile: its parent's event tells
             self.healthy = False
@@ -139,16 +148,20 @@ class Watcher:
 
     def drain(self) -> Changes | None:
         """What changed since the last drain, or ``None`` when that cannot be told (the
-        queue overflowed, the root went away, a watch could not be added): scan all."""
-        while self.healthy:
-            try:
-                data = os.read(self._fd, 1 << 16)
-            except BlockingIOError:
-                break
-            except OSError:
-                self.healthy = False
-                break
-            self._parse(data)
+        queue overflowed, the root went away, a watch could not be added, the watcher was
+        closed): scan all."""
+        with _live_lock:
+            if _live.pop(id(self), None) is not None:
+                _live[id(self)] = self  # most recently used
+            while self.healthy:
+                try:
+                    data = os.read(self._fd, 1 << 16)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    self.healthy = False
+                    break
+                self._parse(data)
         if not self.healthy:
             return None
         changes, self._pending = self._pending, Changes()
@@ -203,10 +216,12 @@ class Watcher:
 
     def close(self) -> None:
         """Drop every watch (the inotify instance is closed)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        self.healthy = False
+        with _live_lock:
+            _live.pop(id(self), None)
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            self.healthy = False
 
 
 def start(root: Path) -> Watcher | None:
@@ -215,7 +230,12 @@ def start(root: Path) -> Watcher | None:
     lib = _lib()
     if lib is None:
         return None
-    fd = lib.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
-    if fd < 0:
-        return None
-    return Watcher(root, fd, lib)
+    with _live_lock:
+        while len(_live) >= MAX_WATCHERS:
+            next(iter(_live.values())).close()
+        fd = lib.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if fd < 0:
+            return None
+        watcher = Watcher(root, fd, lib)
+        _live[id(watcher)] = watcher
+        return watcher
