@@ -16,10 +16,18 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["TREE_MODE", "object_id", "tree_body", "write_object"]
+__all__ = ["TREE_MODE", "bytes_written", "object_id", "tree_body", "write_object"]
 
 TREE_MODE = "40000"
 """The mode git writes for a folder in a tree (no leading zero)."""
+
+_written = 0
+
+
+def bytes_written() -> int:
+    """Compressed bytes of every object this process has written so far (a store's size
+    grows by at most that much between two measures of it)."""
+    return _written
 
 
 def object_id(kind: str, body: bytes) -> str:
@@ -36,6 +44,7 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str:
     Raises:
         OSError: the object folder cannot be written.
     """
+    global _written
     header = b"%s %d\0" % (kind.encode(), len(body))
     sha = hashlib.sha1(header + body).hexdigest()
     folder = git_dir / "objects" / sha[:2]
@@ -46,6 +55,7 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str:
         compressor = zlib.compressobj(1)  # git's core.looseCompression default is 1
         data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
         tmp.write_bytes(data)
+        _written += len(data) + 4096  # at most a block more on disk
         os.replace(tmp, path)
     return sha
 

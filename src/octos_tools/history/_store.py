@@ -33,7 +33,8 @@ entries are never recorded and never renamed; our own temporary files are exclud
 The user's repository is never touched: git runs with the store's ``GIT_DIR`` and
 ``GIT_INDEX_FILE`` (:mod:`._git`). The workspace's own ``.git`` is not even read.
 
-Quota: every :attr:`HistoryStore.quota_every` checkpoints the store's size is measured;
+Quota: every :attr:`HistoryStore.quota_every` checkpoints, when its size as last measured
+plus what this process wrote since may exceed ``max_store_bytes``, it is measured again;
 over ``max_store_bytes``, the oldest half of the checkpoints is cut off (the newest kept one
 becomes a shallow boundary, so commit ids stay valid) and unreachable objects are pruned,
 until the store fits or one checkpoint is left.
@@ -52,7 +53,7 @@ from pathlib import Path
 from ._git import EMAIL as _EMAIL
 from ._git import IDENT as _IDENT
 from ._git import GitError, GitRunner
-from ._objects import write_object
+from ._objects import bytes_written, write_object
 from ._record import MAX_SCAN_FILES, Scan, Stats, excluded, record, signature
 from ._tree import TreeCache
 from ._watch import Changes, Watcher
@@ -159,6 +160,9 @@ class HistoryStore:
         self.max_file_bytes = max_file_bytes
         self.max_store_bytes = max_store_bytes
         self._since_quota = 0
+        self._measured: int | None = None  # the store's size as last walked
+        self._written_at = 0  # bytes_written() then
+        self._git_bytes = 0  # bytes of files given to git since (an upper bound)
         self._stats: Stats = {}  # path -> stat as last recorded by this process
         self._tree: TreeCache | None = None  # the newest checkpoint's tree, in memory
         self._watcher: Watcher | None = None
@@ -328,6 +332,7 @@ class HistoryStore:
             except OSError:
                 self._stats.pop(rel, None)
                 continue
+            self._git_bytes += st.st_size + 4096
             if now - st.st_mtime_ns > _RACY_NS and now - st.st_ctime_ns > _RACY_NS:
                 self._stats[rel] = signature(st)
             else:
@@ -565,7 +570,9 @@ class HistoryStore:
         self._since_quota += 1
         if self._since_quota >= self.quota_every:
             self._since_quota = 0
-            self.collect()
+            if self._over_quota():
+                self.collect()
+                self._measured = None
         return Checkpoint(commit, tuple(changed), tuple(sorted(skipped.items())))
 
     def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
@@ -700,6 +707,19 @@ class HistoryStore:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
         return total
+
+    def _over_quota(self) -> bool:
+        """Whether the store may be over ``max_store_bytes``: walked (:meth:`size`) only
+        when its last measure plus what was written since could be (a walk of 10,000
+        objects takes a good part of a second)."""
+        if self._measured is not None:
+            grown = bytes_written() - self._written_at + self._git_bytes
+            if self._measured + grown <= self.max_store_bytes:
+                return False
+        self._measured = self.size()
+        self._written_at = bytes_written()
+        self._git_bytes = 0
+        return self._measured > self.max_store_bytes
 
     def collect(self) -> int:
         """Cut the oldest checkpoints off while the store is over its quota; return the
