@@ -280,3 +280,16 @@ async def test_an_overflowed_queue_falls_back_to_a_whole_scan(tmp_path: Path) ->
     files = _git(store, "ls-tree", "-r", "--name-only", REF).split()
     assert "many/x" in files
     assert _head_tree(store) == _git_tree_of_workspace(store)
+
+
+async def test_an_ignored_folder_made_by_a_command_is_not_watched(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    reg = _registry(tmp_path)
+    store = _store(reg)
+    await run(reg, "exec_command", {"cmd": "true"})
+    await run(reg, "exec_command", {"cmd": "mkdir -p node_modules/p && echo 1 > node_modules/p/i"})
+    assert store._watcher is not None and not store._watcher.watching("node_modules")
+    res = await run(reg, "exec_command", {"cmd": "echo 2 > node_modules/p/i && echo k > k"})
+    assert store._watcher.healthy and not store._watcher.watching("node_modules/p")
+    assert (await _log(reg))[0]["paths"] == ["k"], res.output
+    assert _head_tree(store) == _git_tree_of_workspace(store)

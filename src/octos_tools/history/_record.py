@@ -80,9 +80,13 @@ def record(
     paths: Iterable[str],
     folders: Iterable[str] = (),
     watcher: Watcher | None = None,
+    ignored: dict[str, bool] | None = None,
 ) -> Scan:
     """Bring ``tree`` up to date with the workspace for ``paths`` and every path below
-    ``folders`` (module docstring); ``watcher`` gets a watch on each folder walked.
+    ``folders`` (module docstring); ``watcher`` gets a watch on each folder walked (and
+    loses the watch of one found ignored). ``ignored`` keeps git's answers (path -> ignored)
+    while the ignore rules stay the same (the caller empties it when a ``.gitignore``
+    changes).
 
     Raises:
         GitError: ``check-ignore`` failed.
@@ -90,13 +94,14 @@ def record(
         ValueError: more than :data:`MAX_SCAN_FILES` paths at once (the message says so).
     """
     scan = Scan()
+    asked = _Ignore(git, {} if ignored is None else ignored)
     files: set[str] = set()
     whole: set[str] = set()
     for p in paths:
         _classify(root, tree, watcher, p, files, whole)
     whole.update(f for f in folders if not excluded(f))
     if whole:
-        _walk(root, git, tree, watcher, sorted(whole), files, scan)
+        _walk(root, asked, tree, watcher, sorted(whole), files, scan)
     if len(files) > MAX_SCAN_FILES:
         raise ValueError(
             f"{len(files):,} files changed or unrecorded at once, more than the history "
@@ -124,9 +129,9 @@ def record(
         _record_one(root, git, tree, stats, max_file_bytes, p, st, have, now, scan)
     if new:
         keep = _not_nested(root, [p for p, _ in new], scan)
-        ignored = _ignored(git, [p for p in keep if p not in scan.skipped])
+        left_out = asked([p for p in keep if p not in scan.skipped])
         for p, st in new:
-            if p in keep and p not in ignored:
+            if p in keep and p not in left_out:
                 _record_one(root, git, tree, stats, max_file_bytes, p, st, None, now, scan)
     scan.changed.sort()
     return scan
@@ -159,7 +164,7 @@ def _classify(
 
 def _walk(
     root: Path,
-    git: GitRunner,
+    asked: _Ignore,
     tree: TreeCache,
     watcher: Watcher | None,
     top: list[str],
@@ -175,8 +180,11 @@ def _walk(
         level.append(folder)
     # the top folders themselves may be ignored (or inside an ignored one)
     new_tops = [f for f in level if tree.entry(f) is None]
-    ignored = _ignored(git, new_tops)
+    ignored = asked(new_tops)
     level = [f for f in level if f not in ignored]
+    if watcher is not None:
+        for folder in ignored:
+            watcher.remove(folder)  # its churn (build output, node_modules) is not ours
     while level:
         names: list[str] = []
         subdirs: list[str] = []
@@ -201,7 +209,7 @@ def _walk(
                 (subdirs if is_dir else names).append(rel)
         files.update(names)
         unknown = [d for d in subdirs if tree.entry(d) is None]
-        ignored = _ignored(git, unknown)
+        ignored = asked(unknown)
         level = [d for d in subdirs if d not in ignored]
 
 
@@ -283,10 +291,24 @@ def _not_nested(root: Path, paths: list[str], scan: Scan) -> set[str]:
     return keep
 
 
+class _Ignore:
+    """Which paths git's ignore rules leave out, each asked of git once."""
+
+    def __init__(self, git: GitRunner, known: dict[str, bool]) -> None:
+        self.git = git
+        self.known = known
+
+    def __call__(self, paths: list[str]) -> set[str]:
+        ask = [p for p in paths if p not in self.known]
+        if ask:
+            out = _ignored(self.git, ask)
+            for p in ask:
+                self.known[p] = p in out
+        return {p for p in paths if self.known[p]}
+
+
 def _ignored(git: GitRunner, paths: list[str]) -> set[str]:
     """Which of ``paths`` git's ignore rules leave out (``check-ignore --no-index``)."""
-    if not paths:
-        return set()
     # check-ignore takes pathspecs (GIT_LITERAL_PATHSPECS is refused): a leading ":" would
     # be magic, "./" keeps it a name; the path is matched as a name, never as a pattern
     sent = {("./" + p if p.startswith(":") else p): p for p in paths}

@@ -168,6 +168,7 @@ class HistoryStore:
         self._watcher: Watcher | None = None
         self._watch_failed = False  # too many folders, or no inotify: do not try again
         self._pending = Changes()  # told by the watcher, not yet recorded
+        self._ignored: dict[str, bool] = {}  # check-ignore's answers, until a scan
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitRunner(self.git_dir, folder / "index", root)
@@ -474,6 +475,7 @@ class HistoryStore:
         summary: str,
     ) -> Checkpoint | None:
         """A checkpoint of the whole tree by git (the index's stat cache)."""
+        self._ignored.clear()  # the rules may have changed (a .gitignore)
         self._start_watching()
         scan = self.scan(None)
         return self._commit(head, scan, tool, call_id, session, summary)
@@ -496,7 +498,7 @@ class HistoryStore:
             scan = record(
                 root=self.root, git=self.git, tree=tree, stats=self._stats,
                 max_file_bytes=self.max_file_bytes, paths=paths, folders=folders,
-                watcher=self._watcher,
+                watcher=self._watcher, ignored=self._ignored,
             )  # fmt: skip
             if not tree.dirty():
                 return None

@@ -124,7 +124,8 @@ class Watcher:
             return False
         path = os.fsencode(self.root / folder) if folder else os.fsencode(self.root)
         with _live_lock:
-            wd = self._lib.inotify_add_watch(self._fd, path, _MASK) if self._fd >= 0 else -1
+            mask = _MASK if folder else _MASK & ~_IN_DONT_FOLLOW  # the root may be a link
+            wd = self._lib.inotify_add_watch(self._fd, path, mask) if self._fd >= 0 else -1
             err = ctypes.get_errno() if self._fd >= 0 else errno.EBADF
         if wd < 0:
             if err in (errno.ENOENT, errno.ENOTDIR) and folder:
@@ -137,6 +138,16 @@ class Watcher:
         self._paths[wd] = folder
         self._wds[folder] = wd
         return True
+
+    def remove(self, folder: str) -> None:
+        """Stop watching ``folder`` and the folders below it."""
+        prefix = folder + "/"
+        with _live_lock:
+            for sub in [f for f in self._wds if f == folder or f.startswith(prefix)]:
+                wd = self._wds.pop(sub)
+                self._paths.pop(wd, None)
+                if self._fd >= 0:
+                    self._lib.inotify_rm_watch(self._fd, wd)
 
     def add_all(self, folders: Iterable[str]) -> bool:
         """:meth:`add` each of ``folders``; whether all could be watched."""
@@ -200,11 +211,7 @@ class Watcher:
                     return
                 # the names it and its sub-folders had are stale; its parent's events
                 # report the old name (gone) and the new one (a folder to take whole)
-                prefix = folder + "/"
-                for sub in [f for f in self._wds if f == folder or f.startswith(prefix)]:
-                    old = self._wds.pop(sub)
-                    self._paths.pop(old, None)
-                    self._lib.inotify_rm_watch(self._fd, old)
+                self.remove(folder)
                 continue
             if not raw:
                 continue
