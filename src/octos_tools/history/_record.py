@@ -148,18 +148,20 @@ def _classify(
     if not p or excluded(p):
         return
     have = tree.entry(p)
-    if have is not None and have[0] == TREE_MODE:
-        files.update(tree.files_under(p))  # whatever is gone from it leaves the tree
+    was_dir = have is not None and have[0] == TREE_MODE
     try:
         is_dir = stat_mod.S_ISDIR(os.lstat(root / p).st_mode)
     except OSError:
         is_dir = False
     if not is_dir:
         files.add(p)
-    elif have is None or have[0] != TREE_MODE or (watcher is not None and not watcher.watching(p)):
+        if was_dir:
+            files.update(tree.files_under(p))  # a folder gone: all it held leaves the tree
+    elif not was_dir or (watcher is not None and not watcher.watching(p)):
         whole.add(p)  # a folder new to the history (or to the watcher): take it whole
-        if have is not None:
+        if have is not None and not was_dir:
             files.add(p)  # a file replaced by a folder
+    # else a watched folder still there: its own events tell what changed in it
 
 
 def _walk(
