@@ -6,13 +6,14 @@ with it off. Calls alternate between them (A, B, A, B, ...), so load from other 
 falls on both alike; each call is timed alone (client round trip) and the medians are
 compared:
 
-* ``edit_file`` of one file (the checkpoint updates only that path: ``ls-files``,
-  ``update-index``, ``write-tree``, ``commit-tree``);
-* ``exec_command`` of ``touch`` on one file (the checkpoint scans the whole tree before and
-  after the command, from git's index stat cache).
+* ``edit_file`` of one file (the checkpoint records only that path, in-process: a loose
+  blob, the trees along the path, the commit; no git process);
+* ``exec_command`` writing one file (the inotify watcher tells what changed before and
+  during the command; without it, two whole-tree ``ls-files`` scans).
 
 The first mutating call of the history server records the baseline (every file hashed
-once); it is timed on its own and left out of the medians.
+once); it is timed on its own and left out of the medians. A bare ``git version`` is timed
+too, as a yardstick of the machine's load (about 2 ms idle).
 
 Run: ``PYTHONPATH=src .venv/bin/python bench/bench_history.py [--calls 60]``.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,6 +100,12 @@ async def main(calls: int) -> None:
                     times["exec_command"][label].append(
                         await _timed(clients[label], "exec_command", cmd)
                     )
+    spawn = []
+    for _ in range(20):
+        started = time.perf_counter()
+        subprocess.run(["git", "version"], capture_output=True, check=True)
+        spawn.append((time.perf_counter() - started) * 1000)
+    print(f"load average {os.getloadavg()[0]:.1f}; `git version` {statistics.median(spawn):.1f} ms")
     print(
         f"10,000-file workspace; first checkpoint (baseline, every file hashed): {baseline:.0f} ms"
     )

@@ -190,3 +190,30 @@ async def test_read_file_names_bom_and_crlf(ws: Workspace, ctx: ToolContext) -> 
     (ws.root / "lf.txt").write_bytes(b"a\nb\n")
     res = await call(files.ReadFileTool, ctx, {"path": "lf.txt"})
     assert res.output.splitlines()[0].endswith("a")
+
+
+@pytest.mark.parametrize("config", [Config(), ON], ids=["default", "unchanged_reads"])
+async def test_a_read_after_an_outside_change_is_the_new_base_with_any_config(
+    ws: Workspace, ctx: ToolContext, config: Config
+) -> None:
+    # the session writes, someone else changes the file, the model reads it again: the
+    # read is what the model knows now, so its next edit goes through (it was stale_file
+    # forever with unchanged_reads off: only the opt-in cache recorded reads)
+    async def run(cls: type[Tool], args: dict[str, Any]) -> ToolResult:
+        try:
+            return await cls(ws, config).execute_with_context(ctx, args)  # type: ignore[call-arg]
+        except ToolError as exc:
+            return ToolResult.from_error(exc)
+
+    assert (await run(files.WriteFileTool, {"path": "c.txt", "content": "one\ntwo\n"})).success
+    (ws.root / "c.txt").write_text("one\nTWO\n")  # a restore, a command, the user
+    res = await run(files.EditFileTool, {"path": "c.txt", "old_string": "one", "new_string": "1"})
+    assert res.error_kind is not None and res.error_kind.value == "stale_file"
+    assert (await run(files.ReadFileTool, {"path": "c.txt"})).success
+    res = await run(files.EditFileTool, {"path": "c.txt", "old_string": "one", "new_string": "1"})
+    assert res.success, res.output
+    assert (ws.root / "c.txt").read_text() == "1\nTWO\n"
+    # and a read with the default config still makes a later outside change stale
+    (ws.root / "c.txt").write_text("1\nzwei\n")
+    res = await run(files.EditFileTool, {"path": "c.txt", "old_string": "1", "new_string": "2"})
+    assert res.error_kind is not None and res.error_kind.value == "stale_file"

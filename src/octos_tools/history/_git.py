@@ -61,6 +61,7 @@ class GitRunner:
         if exe is None:
             raise GitError("the git program is not installed")
         self.exe = exe
+        self.git_dir = git_dir
         self.work_tree = work_tree
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -95,12 +96,17 @@ class GitRunner:
         self.run("init", "-q", "--bare", self.env["GIT_DIR"], env=env)
 
     def run(
-        self, *args: str, data: bytes | None = None, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        data: bytes | None = None,
+        env: dict[str, str] | None = None,
+        ok: tuple[int, ...] = (0,),
     ) -> bytes:
         """Run ``git ARGS`` in the workspace; its standard output.
 
         Raises:
-            GitError: a non-zero exit (with git's message) or the program could not start.
+            GitError: an exit status not in ``ok`` (with git's message) or the program could
+                not start.
 
         ``env`` replaces the whole environment (default: the store's).
         """
@@ -116,7 +122,7 @@ class GitRunner:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise GitError(f"git {args[0]} could not run: {exc}") from None
-        if proc.returncode != 0:
+        if proc.returncode not in ok:
             msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(f"git {args[0]} failed: {' '.join(msg[-3:]) or proc.returncode}")
         return proc.stdout

@@ -112,7 +112,7 @@ def _restore(
             ErrorKind.NOT_FOUND, f"no checkpoint {commit!r} in this workspace; {newest_note(store)}"
         )
     scan = store.scan([file] if file else None)
-    now = store.git.run("write-tree").decode().strip()
+    now = store.write_index_tree()
     drift = set(store._changed_between(head[1], now, file)) if now != head[1] else set()
     out = RestoreOutcome(target)
     out.skipped.update(scan.skipped)
@@ -128,7 +128,7 @@ def _restore(
             todo.append(c)
     drifted = sorted(c.path for c in todo if c.path in drift)
     if drifted and not force:
-        store.git.run("read-tree", "-m", head[1])  # the index back to the newest checkpoint
+        store.reset_index(head[1])  # the index back to the newest checkpoint
         shown = ", ".join(drifted[:20]) + (" …" if len(drifted) > 20 else "")
         raise ToolError(
             ErrorKind.STALE_FILE,

@@ -45,6 +45,8 @@ def history_for(ws: Workspace) -> tuple[HistoryStore | None, str | None]:
         store = _stores.get(key)
         if store is not None and store.git_dir.is_dir():
             return store, None
+        if store is not None:
+            store.close()  # its store was removed: a new one, and a new watcher
         try:
             store = HistoryStore(
                 Path(ws.root), folder, max_file_bytes=max_file, max_store_bytes=max_store

@@ -6,24 +6,35 @@ Layout, under the workspace's per-user state folder
     history/
         git/      the git directory (objects, refs/octos/checkpoints, info/exclude,
                   info/attributes, shallow once old checkpoints were collected)
-        index     its index (git's stat cache: unchanged files are not read again)
+        index     its index (git's stat cache for the whole-tree scans)
+        index-tree  the tree the index holds (it lags behind in-process checkpoints and is
+                  brought to the newest one, ``read-tree --reset``, before a whole-tree scan)
         head      "<commit> <tree> <count>" of the newest checkpoint
         lock      flock: one writer of the store at a time, across processes
 
-A checkpoint is a commit whose tree is the workspace as last recorded: a file tool updates
-only the paths it changed (``update-index`` and ``write-tree``, with ``ls-files`` first for a
-path this process has not recorded yet; the commit object is written directly, as
-``commit-tree`` would write it); a command (``exec_command``) and a restore scan the whole
-tree (``ls-files --others --modified --deleted``, answered from the index's stat cache).
+A checkpoint is a commit whose tree is the workspace as last recorded. Two ways to make it:
+
+* *some paths, in-process* (:mod:`._record`): a file tool's paths, and a command's when the
+  watcher (:mod:`._watch`, inotify) told what changed before and during it. Each path is
+  read, hashed and written as a loose blob, the trees along it re-hashed from the newest
+  checkpoint's tree held in memory (:mod:`._tree`), the commit object written as
+  ``commit-tree`` would write it: no git process (``check-ignore`` for a path new to the
+  history);
+* *the whole tree, by git*: the first checkpoint, a command without a healthy watcher (its
+  queue overflowed, inotify unavailable, a ``.gitignore`` changed) and a restore
+  (``ls-files --others --modified --deleted``, answered from the index's stat cache, then
+  ``update-index`` and ``write-tree``).
+
 Its message names the tool, the call id, the session and the changed paths, and the paths
 skipped (over ``max_file_bytes``; a nested repository, recorded neither as files nor as a
-gitlink). ``.gitignore`` rules apply (``--exclude-standard``); ``.git`` entries are never
-recorded and never renamed; our own temporary files are excluded.
+gitlink). ``.gitignore`` rules apply (``--exclude-standard``, ``check-ignore``); ``.git``
+entries are never recorded and never renamed; our own temporary files are excluded.
 
 The user's repository is never touched: git runs with the store's ``GIT_DIR`` and
 ``GIT_INDEX_FILE`` (:mod:`._git`). The workspace's own ``.git`` is not even read.
 
-Quota: every :attr:`HistoryStore.quota_every` checkpoints the store's size is measured;
+Quota: every :attr:`HistoryStore.quota_every` checkpoints, when its size as last measured
+plus what this process wrote since may exceed ``max_store_bytes``, it is measured again;
 over ``max_store_bytes``, the oldest half of the checkpoints is cut off (the newest kept one
 becomes a shallow boundary, so commit ids stay valid) and unreachable objects are pruned,
 until the store fits or one checkpoint is left.
@@ -32,18 +43,21 @@ until the store fits or one checkpoint is left.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat as stat_mod
 import time
-import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ._git import EMAIL as _EMAIL
 from ._git import IDENT as _IDENT
 from ._git import GitError, GitRunner
+from ._objects import bytes_written, write_object
+from ._record import MAX_SCAN_FILES, Scan, Stats, excluded, record, signature
+from ._tree import TreeCache
+from ._watch import Changes, Watcher
+from ._watch import start as start_watcher
 
 try:
     import fcntl
@@ -64,9 +78,7 @@ __all__ = [
 REF = "refs/octos/checkpoints"
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _LOCK_WAIT_SECS = 10.0
-MAX_SCAN_FILES = 100_000
-"""A scan finding more new or changed files than this records nothing (the checkpoint is
-skipped, saying why): a workspace that large (a home folder) is not copied into the store."""
+_RACY_NS = 2_000_000_000
 _MAX_LISTED_PATHS = 50
 _EXCLUDES = ".git\n.octos-tmp-*\n"
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
@@ -75,14 +87,6 @@ _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 class HistoryUnavailable(Exception):
     """The history store cannot be used (git missing, store corrupt, full or unwritable, its
     lock held too long); the message says why. The user's work is never blocked by it."""
-
-
-@dataclass
-class Scan:
-    """What a scan put in the index (internal)."""
-
-    changed: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # path -> why
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,8 @@ class HistoryStore:
 
     quota_every = 16
     """Measure the store's size once per this many checkpoints (of this process)."""
+    watch = True
+    """Watch the workspace (inotify) so a command's checkpoint needs no whole-tree scan."""
 
     def __init__(
         self, root: Path, folder: Path, *, max_file_bytes: int, max_store_bytes: int
@@ -154,7 +160,15 @@ class HistoryStore:
         self.max_file_bytes = max_file_bytes
         self.max_store_bytes = max_store_bytes
         self._since_quota = 0
-        self._stats: dict[str, tuple[int, int, int]] = {}  # path -> stat as last recorded
+        self._measured: int | None = None  # the store's size as last walked
+        self._written_at = 0  # bytes_written() then
+        self._git_bytes = 0  # bytes of files given to git since (an upper bound)
+        self._stats: Stats = {}  # path -> stat as last recorded by this process
+        self._tree: TreeCache | None = None  # the newest checkpoint's tree, in memory
+        self._watcher: Watcher | None = None
+        self._watch_failed = False  # too many folders, or no inotify: do not try again
+        self._pending = Changes()  # told by the watcher, not yet recorded
+        self._ignored: dict[str, bool] = {}  # check-ignore's answers, until a scan
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitRunner(self.git_dir, folder / "index", root)
@@ -221,6 +235,40 @@ class HistoryStore:
             tmp.write_text(text)
             os.replace(tmp, path)
 
+    # ------------------------------------------------------------------ the index
+
+    def _index_tree(self) -> str | None:
+        try:
+            return (self.folder / "index-tree").read_text().strip() or None
+        except OSError:
+            return None
+
+    def _set_index_tree(self, tree: str) -> None:
+        path = self.folder / "index-tree"
+        tmp = path.with_name("index-tree.tmp")
+        tmp.write_text(tree + "\n")
+        os.replace(tmp, path)
+
+    def sync_index(self) -> None:
+        """Bring the index to the newest checkpoint's tree when in-process checkpoints left
+        it behind (``read-tree --reset``: the stat data of entries that did not change is kept).
+        The caller holds :meth:`locked`."""
+        head = self.head()
+        if head is not None and self._index_tree() != head[1]:
+            self.reset_index(head[1])
+
+    def reset_index(self, tree: str) -> None:
+        """Set the index to ``tree`` (``read-tree --reset``: no work tree check). The caller
+        holds :meth:`locked`."""
+        self.git.run("read-tree", "--reset", tree)
+        self._set_index_tree(tree)
+
+    def write_index_tree(self) -> str:
+        """``git write-tree`` of the index; the tree's id. The caller holds :meth:`locked`."""
+        tree = self.git.run("write-tree").decode().strip()
+        self._set_index_tree(tree)
+        return tree
+
     # ------------------------------------------------------------------ scanning
 
     def scan(self, paths: Sequence[str] | None) -> Scan:
@@ -228,6 +276,7 @@ class HistoryStore:
         the caller holds :meth:`locked`."""
         if paths is not None and not paths:
             return Scan()
+        self.sync_index()
         removed: set[str] = set()
         present: set[str] = set()
         # paths this process recorded before are in the index: git's ignore rules no longer
@@ -277,13 +326,18 @@ class HistoryStore:
         if drop:
             self.git.run("update-index", "-z", "--force-remove", "--stdin", data=_z(drop))
         scan.changed = sorted(set(update) | set(drop))
+        now = time.time_ns()
         for rel in update:
             try:
                 st = os.lstat(self.root / rel)
             except OSError:
                 self._stats.pop(rel, None)
                 continue
-            self._stats[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            self._git_bytes += st.st_size + 4096
+            if now - st.st_mtime_ns > _RACY_NS and now - st.st_ctime_ns > _RACY_NS:
+                self._stats[rel] = signature(st)
+            else:
+                self._stats.pop(rel, None)  # racy: read again next time
         for rel in drop:
             self._stats.pop(rel, None)
         return scan
@@ -300,9 +354,71 @@ class HistoryStore:
                 continue
             except OSError:
                 return False
-            if want != (st.st_mtime_ns, st.st_size, st.st_ino):
+            if want != signature(st):
                 return False
         return True
+
+    # ------------------------------------------------------------------ the watcher
+
+    def _start_watching(self) -> None:
+        """Watch every folder the history records, before a whole-tree scan (a change made
+        during the scan is told at the next checkpoint). The caller holds :meth:`locked`."""
+        if not self.watch or self._watch_failed:
+            return
+        if self._watcher is None or not self._watcher.healthy:
+            if self._watcher is not None:
+                self._watcher.close()
+            self._watcher = start_watcher(self.root)
+            if self._watcher is None:
+                self._watch_failed = True
+                return
+        watcher = self._watcher
+        out = self.git.run("ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory")
+        ignored = {os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p.endswith(b"/")}
+        todo = [""]
+        while todo and watcher.healthy:
+            folder = todo.pop()
+            if not watcher.add(folder):
+                break
+            try:
+                entries = list(os.scandir(self.root / folder if folder else self.root))
+            except OSError:
+                continue
+            for entry in entries:
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                with contextlib.suppress(OSError):
+                    if (
+                        entry.is_dir(follow_symlinks=False)
+                        and not excluded(rel)
+                        and rel not in ignored
+                        and not os.path.lexists(os.path.join(entry.path, ".git"))
+                    ):
+                        todo.append(rel)
+        if not watcher.healthy:
+            watcher.close()
+            self._watcher = None
+            self._watch_failed = True  # e.g. more folders than MAX_WATCHES
+            return
+        watcher.drain()  # what happened so far, the scan that follows sees
+        self._pending = Changes()
+
+    def _drain(self) -> None:
+        if self._watcher is None:
+            return
+        got = self._watcher.drain()
+        if got is None:
+            self._watcher.close()
+            self._watcher = None
+            self._pending = Changes()
+            return
+        self._pending.paths |= got.paths
+        self._pending.folders |= got.folders
+
+    def close(self) -> None:
+        """Stop watching the workspace (the store stays usable: commands scan the tree)."""
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -324,15 +440,77 @@ class HistoryStore:
         try:
             with self.locked():
                 head = self.head()
-                if head is None:
-                    paths = None  # the first checkpoint records the whole tree
-                scan = self.scan(paths)
-                changed = None if paths is None else scan.changed
-                return self._commit(head, scan, tool, call_id, session, summary, changed=changed)
+                if head is None:  # the first checkpoint records the whole tree
+                    return self._whole(None, tool, call_id, session, summary)
+                self._drain()
+                if paths is not None:
+                    return self._some(head, paths, (), tool, call_id, session, summary)
+                pending = self._pending
+                if self._watcher is None or any(
+                    p.rpartition("/")[2] == ".gitignore" for p in pending.paths
+                ):
+                    return self._whole(head, tool, call_id, session, summary)
+                self._pending = Changes()
+                try:
+                    return self._some(
+                        head, pending.paths, pending.folders, tool, call_id, session, summary
+                    )
+                except BaseException:
+                    self._pending.paths |= pending.paths  # told again at the next one
+                    self._pending.folders |= pending.folders
+                    raise
         except GitError as exc:
+            raise HistoryUnavailable(str(exc)) from None
+        except ValueError as exc:
             raise HistoryUnavailable(str(exc)) from None
         except OSError as exc:
             raise HistoryUnavailable(f"the history store cannot be written: {exc}") from None
+
+    def _whole(
+        self,
+        head: tuple[str, str, int] | None,
+        tool: str,
+        call_id: str,
+        session: str,
+        summary: str,
+    ) -> Checkpoint | None:
+        """A checkpoint of the whole tree by git (the index's stat cache)."""
+        self._ignored.clear()  # the rules may have changed (a .gitignore)
+        self._start_watching()
+        scan = self.scan(None)
+        return self._commit(head, scan, tool, call_id, session, summary)
+
+    def _some(
+        self,
+        head: tuple[str, str, int],
+        paths: Iterable[str],
+        folders: Iterable[str],
+        tool: str,
+        call_id: str,
+        session: str,
+        summary: str,
+    ) -> Checkpoint | None:
+        """A checkpoint of ``paths`` and ``folders``, in-process (:mod:`._record`)."""
+        tree = self._tree
+        if tree is None or tree.commit != head[0]:
+            tree = self._tree = TreeCache.load(self.git, head[0], head[1])
+        try:
+            scan = record(
+                root=self.root, git=self.git, tree=tree, stats=self._stats,
+                max_file_bytes=self.max_file_bytes, paths=paths, folders=folders,
+                watcher=self._watcher, ignored=self._ignored,
+            )  # fmt: skip
+            if not tree.dirty():
+                return None
+            new = tree.write(self.git_dir)
+        except BaseException:
+            self._tree = None  # half changed: read again next time
+            raise
+        if new == head[1]:
+            return None
+        cp = self._finish(head, new, scan.changed, scan.skipped, tool, call_id, session, summary)
+        tree.commit = cp.commit
+        return cp
 
     def _commit(
         self,
@@ -345,11 +523,41 @@ class HistoryStore:
         *,
         changed: Sequence[str] | None = None,
     ) -> Checkpoint | None:
-        tree = self.git.run("write-tree").decode().strip()
+        """A checkpoint of the index's tree (``write-tree``) after :meth:`scan`."""
+        tree = self.write_index_tree()
         if head is not None and tree == head[1]:
             return None
+        cached = self._tree if head is not None and changed is None else None
+        self._tree = None
         if changed is None:
-            changed = self._changed_between(head[1] if head else _EMPTY_TREE, tree)
+            changes = self.tree_changes(head[1] if head else _EMPTY_TREE, tree)
+            changed = [c.path for c in changes]
+            if cached is not None and head is not None and cached.commit == head[0]:
+                # keep the tree in memory: apply what git found, check it gives git's tree
+                for c in changes:
+                    if c.status == "D":
+                        cached.remove(c.path)
+                    else:
+                        cached.set(c.path, c.new_mode, c.new_blob)
+                with contextlib.suppress(OSError):
+                    if cached.write(self.git_dir) == tree:
+                        self._tree = cached
+        cp = self._finish(head, tree, changed, scan.skipped, tool, call_id, session, summary)
+        if self._tree is not None:
+            self._tree.commit = cp.commit
+        return cp
+
+    def _finish(
+        self,
+        head: tuple[str, str, int] | None,
+        tree: str,
+        changed: Sequence[str],
+        skipped: dict[str, str],
+        tool: str,
+        call_id: str,
+        session: str,
+        summary: str,
+    ) -> Checkpoint:
         shown = list(changed[:_MAX_LISTED_PATHS])
         title = summary or (", ".join(shown[:3]) + (" …" if len(changed) > 3 else ""))
         lines = [f"{tool}: {title}"[:200], "", f"Tool: {tool}"]
@@ -357,32 +565,25 @@ class HistoryStore:
         lines += [f"Changed: {p}" for p in shown]
         if len(changed) > len(shown):
             lines.append(f"Changed: … {len(changed) - len(shown)} more")
-        lines += [f"Skipped: {p} ({why})" for p, why in sorted(scan.skipped.items())[:50]]
+        lines += [f"Skipped: {p} ({why})" for p, why in sorted(skipped.items())[:50]]
         commit = self._write_commit(tree, head[0] if head else None, "\n".join(lines) + "\n")
         count = (head[2] if head else 0) + 1
         self._set_head(commit, tree, count)
         self._since_quota += 1
         if self._since_quota >= self.quota_every:
             self._since_quota = 0
-            self.collect()
-        return Checkpoint(commit, tuple(changed), tuple(sorted(scan.skipped.items())))
+            if self._over_quota():
+                self.collect()
+                self._measured = None
+        return Checkpoint(commit, tuple(changed), tuple(sorted(skipped.items())))
 
     def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
-        """Write a commit object (what ``git commit-tree`` writes: a zlib-compressed loose
-        object named by its SHA-1) without starting a process; return its id."""
+        """Write a commit object (what ``git commit-tree`` writes) without starting a
+        process; return its id."""
         ident = f"{_IDENT} <{_EMAIL}> {int(time.time())} +0000"
         head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
         body = f"{head}author {ident}\ncommitter {ident}\n\n{message}".encode()
-        obj = b"commit %d\0" % len(body) + body
-        sha = hashlib.sha1(obj).hexdigest()  # git's object name
-        folder = self.git_dir / "objects" / sha[:2]
-        path = folder / sha[2:]
-        if not path.exists():
-            folder.mkdir(exist_ok=True)
-            tmp = folder / f"tmp-{os.getpid()}-{sha[2:8]}"
-            tmp.write_bytes(zlib.compress(obj))
-            os.replace(tmp, path)
-        return sha
+        return write_object(self.git_dir, "commit", body)
 
     def _changed_between(self, old: str, new: str, path: str | None = None) -> list[str]:
         return [c.path for c in self.tree_changes(old, new, path)]
@@ -434,10 +635,10 @@ class HistoryStore:
         except GitError as exc:
             raise HistoryUnavailable(str(exc)) from None
         entries: list[LogEntry] = []
-        for record in out.split(b"\0"):
-            if not record.strip():
+        for item in out.split(b"\0"):
+            if not item.strip():
                 continue
-            commit, ct, body = record.decode("utf-8", "replace").split("\x01", 2)
+            commit, ct, body = item.decode("utf-8", "replace").split("\x01", 2)
             fields: dict[str, str] = {}
             paths: list[str] = []
             for line in body.splitlines()[2:]:
@@ -508,6 +709,19 @@ class HistoryStore:
                 with contextlib.suppress(OSError):
                     total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
         return total
+
+    def _over_quota(self) -> bool:
+        """Whether the store may be over ``max_store_bytes``: walked (:meth:`size`) only
+        when its last measure plus what was written since could be (a walk of 10,000
+        objects takes a good part of a second)."""
+        if self._measured is not None:
+            grown = bytes_written() - self._written_at + self._git_bytes
+            if self._measured + grown <= self.max_store_bytes:
+                return False
+        self._measured = self.size()
+        self._written_at = bytes_written()
+        self._git_bytes = 0
+        return self._measured > self.max_store_bytes
 
     def collect(self) -> int:
         """Cut the oldest checkpoints off while the store is over its quota; return the

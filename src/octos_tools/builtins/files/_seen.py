@@ -131,6 +131,13 @@ class SeenFiles:
         with self._lock:
             self._put(rel, data, text)
 
+    def drop(self, rel: str) -> None:
+        """Forget ``rel`` (a read whose bytes were not kept: no stale check can stand)."""
+        with self._lock:
+            old = self._files.pop(rel, None)
+            if old is not None and old.text is not None:
+                self._chars -= len(old.text)
+
     def knows(self, rel: str) -> bool:
         """Whether the session has a record of ``rel``."""
         with self._lock:

@@ -391,9 +391,11 @@ class ReadFileTool(FileTool):
                 f"line(s); use start_line between 1 and {view.total}",
                 total_lines=view.total,
             )
-        seen = seen_files(ctx) if self.unchanged_reads else None
+        # every read is the new base of the session's stale_file check; only the short
+        # "unchanged" answer is opt-in (files.unchanged_reads)
+        seen = seen_files(ctx)
         key = (start, end, column, self.output_budget)
-        if seen is not None and view.data is not None:
+        if self.unchanged_reads and seen is not None and view.data is not None:
             rec = seen.unchanged(rel, view.data, key)
             if rec is not None:
                 when = time.strftime("%H:%M:%S", time.localtime(rec.at))
@@ -429,6 +431,9 @@ class ReadFileTool(FileTool):
                 "lines_cut": lines_cut,
             }
         )
-        if seen is not None and view.data is not None:
-            seen.note_read(rel, view.data, view.text, key)
+        if seen is not None:
+            if view.data is not None:
+                seen.note_read(rel, view.data, view.text, key)
+            else:  # streamed: its bytes are not at hand, so no stale check can stand
+                seen.drop(rel)
         return ToolResult.ok(text, structured_metadata=meta)
