@@ -1,10 +1,11 @@
 """Host sessions: :class:`ToolSession`, the one way a host runs tool calls.
 
-A session owns its own activation / deferral / LRU state (a
-:class:`~octos_tools.registry.ToolView`) over one shared
-:class:`~octos_tools.registry.ToolRegistry` of tools and policies: one session per agent
-loop, per ``octos-tools call``, per MCP connection (each stdio connection, each HTTP
-session). What one session activates, evicts or hides never changes another's tools.
+A session is the only per-session object: it owns its activation / deferral / LRU state
+(a :class:`~octos_tools.view.ToolView`) over one shared
+:class:`~octos_tools.registry.ToolRegistry` store of tools and policies: one session per
+agent loop, per ``octos-tools call``, per MCP connection (each stdio connection, each HTTP
+session), and the registry's default session behind its conveniences. What one session
+activates, evicts or hides never changes another's tools.
 
 Placement of the LRU housekeeping (octos ``ToolLifecycle``): *before* each model request,
 not after tool calls: ``tick``, then evict, then the specs, so evictions shape the next
@@ -37,10 +38,11 @@ from .lifecycle import ToolLifecycle
 from .pipeline import run_call
 from .policy import PolicyDecision
 from .tool import Tool, ToolResult, ToolSpec
+from .view import ToolView
 
 if TYPE_CHECKING:
     from .hooks import Hook, HookCallback
-    from .registry import CatalogEntry, ToolRegistry, ToolView
+    from .registry import CatalogEntry, ToolRegistry
     from .tasks import TaskSupervisor
 
 __all__ = ["SPEC_WARNING_THRESHOLD", "ToolSession"]
@@ -72,7 +74,7 @@ class ToolSession:
 
     Attributes:
         registry: the shared registry.
-        view: this session's :class:`~octos_tools.registry.ToolView`.
+        view: this session's :class:`~octos_tools.view.ToolView`.
         ctx: the base context.
         evict: whether :meth:`before_model_request` evicts.
         requests: how many times :meth:`before_model_request` ran.
@@ -100,8 +102,13 @@ class ToolSession:
         lifecycle: ToolLifecycle | None = None,
     ) -> None:
         self.registry = registry
-        self.view: ToolView = registry.attach_view(lifecycle, owner=self)
+        self.view = ToolView(
+            registry,
+            lifecycle if lifecycle is not None else registry.lifecycle.copy_settings(),
+            owner=self,
+        )
         self.view.on_change = self._fire
+        registry.attach_view(self.view)
         self.ctx = registry.context_for(ctx, self)
         self.evict = evict
         self.owns_registry = owns_registry

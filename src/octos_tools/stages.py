@@ -4,9 +4,9 @@ With none configured a view's ``stages`` is ``None`` and :func:`octos_tools.pipe
 takes its usual path (one attribute test per call). With any configured, a call runs here::
 
     span start (tracing)
-      steps 1-6: policy, deferral, size, lookup, validation, LRU   (pipeline.admit)
+      steps 1-5: policy, deferral, size, lookup, validation        (pipeline.admit)
       PreToolUse hooks: deny / ask / allow / rewrite (validated again)
-      steps 7-9: spawn or dispatch under the lock, cap, redaction  (pipeline.execute)
+      steps 6-9: LRU, spawn or dispatch under the lock, cap, redaction (pipeline.execute)
       PostToolUse / PostToolUseFailure hooks: observe, add context
     span end; one audit line
 
@@ -37,13 +37,13 @@ from .context import ApprovalRequest, ToolContext
 from .errors import ErrorKind, ToolError
 from .hooks import Hook, HookError, HookInput, HookOutput
 from .output import redact_secrets
-from .pipeline import RawArguments, admit, execute, post_process, prepare
+from .pipeline import RawArguments, admit, execute, post_process
 from .tool import Tool, ToolResult
 
 if TYPE_CHECKING:
     from .audit import AuditLog
-    from .registry import ToolView
     from .tracing import Tracing
+    from .view import ToolView
 
 __all__ = ["CallStages", "build_stages"]
 
@@ -140,7 +140,7 @@ class CallStages:
             refused, args = await self._before(view, tool, args, ctx, pre, decisions, added)
             if refused is not None:
                 return post_process(registry, tool, refused)
-        result = post_process(registry, tool, await execute(view, tool, args, ctx, locked=locked))
+        result = await execute(view, tool, args, ctx, locked)
         post = [
             h
             for h in self.post
@@ -196,7 +196,7 @@ class CallStages:
             return _hook_denied(tool.name, reason), args
         if updated is not None:
             try:
-                _, args = prepare(view.registry, tool.name, updated)
+                _, args = view.registry.validated_arguments(tool.name, updated)
             except ToolError as exc:  # the rewrite is invalid: the call does not run
                 return ToolResult.from_error(
                     ToolError(
