@@ -16,6 +16,12 @@ The pipeline (:mod:`octos_tools.pipeline`) takes and releases the lock per call 
 :func:`try_acquire`, :func:`acquire` and :func:`release`; the batch runner through the
 same. Acquiring a free lock does not yield to the event loop (no checkpoint): the common
 case, a Safe call with no writer around, costs a few attribute operations.
+
+A call whose coroutine cannot suspend (it runs inline, :mod:`octos_tools._call_plan`)
+needs the lock only to be free for it (:meth:`ReadWriteLock.free_for`): it ends before
+any other task of the loop runs, so holding the lock meanwhile would change nothing any
+other call could see. When the lock is not free for it, it waits and holds it like any
+other call.
 """
 
 from __future__ import annotations
@@ -90,6 +96,13 @@ class ReadWriteLock:
         if self._changed is None:
             self._changed = anyio.Event()
         await self._changed.wait()
+
+    def free_for(self, exclusive: bool) -> bool:
+        """Whether a call could hold the lock now without waiting (alone when
+        ``exclusive``: nobody holds or waits for it; shared: no writer holds or waits)."""
+        if exclusive:
+            return not (self._writer or self._readers or self._waiting_writers)
+        return not (self._writer or self._waiting_writers)
 
     def try_acquire_write(self) -> bool:
         """Hold the lock alone if that needs no wait (nobody holds or waits for it);

@@ -203,12 +203,16 @@ async def execute(
     lifecycle = view.lifecycle
     lifecycle.last_used[tool.name] = lifecycle.iteration  # step 6: usage for the LRU
     registry = view.registry
+    lock = view.lock
+    exclusive = tool.concurrency_class is _EXCLUSIVE  # step 8: concurrency.py's rule
+    inline = plan is not None and (plan.fn is not None or plan.run is not None)
+    # "hold" is whether this call takes the lock: not when the caller holds it, nor for an
+    # inline call that finds it free (it ends before any other task runs: concurrency.py).
+    hold = not locked and not (inline and lock.free_for(exclusive))
     try:
         if plan is None and registry.is_spawn_only(tool.name):  # step 7 (never planned)
             return post_process(registry, tool, _spawn(registry, tool, args, ctx))
-        exclusive = tool.concurrency_class is _EXCLUSIVE  # step 8: concurrency's rule
-        lock = view.lock
-        if not locked and not try_acquire(lock, exclusive):
+        if hold and not try_acquire(lock, exclusive):
             await acquire(lock, exclusive)
     except ToolError as exc:  # from a spawn
         return post_process(registry, tool, ToolResult.from_error(exc))
@@ -216,7 +220,7 @@ async def execute(
         logger.exception("call of %r failed before it ran", tool.name)
         return post_process(registry, tool, _failed_before(tool.name, exc))
     try:
-        if plan is not None and (plan.fn is not None or plan.run is not None):
+        if inline:
             # Runs inline: a coroutine that never suspends, no timer (nothing could stop
             # it before it ends), one coroutine frame.
             token = set_current_context(ctx)
@@ -237,7 +241,7 @@ async def execute(
                     else:
                         result = to_result(value)
                 else:
-                    result = await plan.run(args, ctx)  # type: ignore[misc]
+                    result = await plan.run(args, ctx)  # type: ignore[misc,union-attr]
                     if not isinstance(result, ToolResult):
                         result = not_a_result(tool, result)
             except Exception as exc:  # noqa: BLE001 - logged by failure_of
@@ -254,7 +258,7 @@ async def execute(
         logger.exception("call of %r failed", tool.name)
         result = _failed_before(tool.name, exc)
     finally:
-        if not locked:
+        if hold:
             release(lock, exclusive)
     return post_process(registry, tool, result)  # step 9
 

@@ -910,7 +910,9 @@ class ToolRegistry:
         Returns:
             A coroutine (``await registry.execute(...)``) whose value is the result.
         """
-        session = self.default_session
+        session = self._default_session
+        if session is None:
+            session = self.default_session
         if ctx is None:
             base = session.ctx
             if base.workspace is not self.workspace or base.session_key != self.session_key:
