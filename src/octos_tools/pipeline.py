@@ -220,7 +220,7 @@ async def execute(
         logger.exception("call of %r failed before it ran", tool.name)
         return post_process(registry, tool, _failed_before(tool.name, exc))
     try:
-        if inline:
+        if inline and plan is not None:
             # Runs inline: a coroutine that never suspends, no timer (nothing could stop
             # it before it ends), one coroutine frame.
             token = set_current_context(ctx)
@@ -241,7 +241,7 @@ async def execute(
                     else:
                         result = to_result(value)
                 else:
-                    result = await plan.run(args, ctx)  # type: ignore[misc,union-attr]
+                    result = await plan.run(args, ctx)  # type: ignore[misc]
                     if not isinstance(result, ToolResult):
                         result = not_a_result(tool, result)
             except Exception as exc:  # noqa: BLE001 - logged by failure_of

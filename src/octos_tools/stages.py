@@ -104,7 +104,7 @@ class CallStages:
                 audit.record(
                     tool=name,
                     call_id=ctx.tool_call_id,
-                    session=ctx.session_key or "",
+                    session=_session_id(ctx),
                     decisions=decisions,
                     outcome=outcome,
                     duration_ms=(time.perf_counter() - started) * 1000,
@@ -292,6 +292,16 @@ def _action_text(name: str, tool_input: dict[str, Any]) -> str:
     return f"{name} {json.dumps(tool_input, ensure_ascii=False, default=str)[:2000]}"
 
 
+def _session_id(ctx: ToolContext) -> str:
+    """The call's session for hooks and the audit log: its
+    :attr:`ToolSession.session_id <octos_tools.session.ToolSession.session_id>` (the MCP
+    session id under ``serve`` over HTTP), else the context's ``session_key``."""
+    session = ctx.session
+    if session is not None:
+        return session.session_id
+    return ctx.session_key or ""
+
+
 def _event(ctx: ToolContext, event: str, name: str, tool_input: dict[str, Any]) -> HookInput:
     ws = ctx.workspace
     cwd = str(ws.root) if ws is not None else os.getcwd()
@@ -300,7 +310,7 @@ def _event(ctx: ToolContext, event: str, name: str, tool_input: dict[str, Any]) 
         tool_name=name,
         tool_input=tool_input,
         tool_use_id=ctx.tool_call_id,
-        session_id=ctx.session_key or "",
+        session_id=_session_id(ctx),
         cwd=cwd,
     )
 

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .concurrency import ReadWriteLock
+from .hooks import HookSet
 from .lifecycle import ToolLifecycle
 from .registry import CatalogEntry, ToolRegistry
 from .tool import ToolSpec
 
 if TYPE_CHECKING:
     from ._call_plan import CallPlan
-    from .hooks import Hook
     from .stages import CallStages
 
 __all__ = ["ToolView"]
@@ -61,8 +61,8 @@ class ToolView:
             after each mutation of the registry; the owner uses it to tell its listeners.
         plans: the pipeline's :class:`~octos_tools._call_plan.CallPlan` per tool name
             (``None``: the general way), emptied at every change.
-        hooks: the hooks of this view's session only (:meth:`ToolSession.add_hook
-            <octos_tools.session.ToolSession.add_hook>`); the registry's hooks apply too.
+        hooks: the :class:`~octos_tools.hooks.HookSet` of this view's session only (the
+            registry's hooks apply too, first).
         stages: what :mod:`octos_tools.stages` runs around this view's calls, or ``None``.
     """
 
@@ -99,7 +99,7 @@ class ToolView:
         self._specs_key = (-1, -1)
         self._catalog: tuple[tuple[int, int], list[CatalogEntry]] | None = None
         self.plans: dict[str, CallPlan | None] = {}
-        self.hooks: tuple[Hook, ...] = ()
+        self.hooks = HookSet(self.refresh_stages)
         self.stages: CallStages | None = None
 
     # ------------------------------------------------------------------ stages
@@ -109,7 +109,7 @@ class ToolView:
         this view's own :attr:`hooks` (``None`` when there is none of them: the pipeline's
         usual path)."""
         registry = self.registry
-        hooks = registry.hooks + self.hooks
+        hooks = registry.hooks.as_tuple() + self.hooks.as_tuple()
         if not hooks and registry.tracing is None and registry.audit is None:
             self.stages = None
             return

@@ -30,6 +30,7 @@ from ..arguments import (
 )
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
+from ..hooks import HookSet
 from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
@@ -133,13 +134,13 @@ class ToolRegistry:
         # name -> (tool, its typed Args model or None): what the pipeline validates into
         self._models: dict[str, tuple[Tool, type[ToolArgs] | None]] = {}
         self._version = 0
-        self._hooks: tuple[Hook, ...] = ()
         self._tracing: Tracing | None = None
         self._audit: AuditLog | None = None
         self._listeners: Listeners[ToolRegistry] = Listeners(logger, "registry listener")
         self._lifecycle = lifecycle if lifecycle is not None else ToolLifecycle()
         self._session_views: weakref.WeakSet[ToolView] = weakref.WeakSet()
         self._default_session: ToolSession | None = None
+        self._hooks = HookSet(self._stages_changed)
 
     # ------------------------------------------------------------------ registration
 
@@ -439,41 +440,23 @@ class ToolRegistry:
         matcher: str = "",
         fail_closed: bool = False,
     ) -> Hook:
-        """Run ``callback`` around every matching call of every session (see
-        :mod:`octos_tools.hooks`).
-
-        Args:
-            event: ``"PreToolUse"``, ``"PostToolUse"`` or ``"PostToolUseFailure"``.
-            callback: ``await callback(HookInput) -> HookOutput | None`` (a
-                :class:`~octos_tools.hooks.CommandHook` for a command).
-            matcher: tool names (``"read_file|write_file"``), a regular expression, or
-                ``""`` / ``"*"`` for all.
-            fail_closed: a failure of the hook refuses the call instead of being ignored.
+        """Run ``callback`` around every matching call of every session: a convenience for
+        ``registry.hooks.add(...)`` (:meth:`HookSet.add <octos_tools.hooks.HookSet.add>`,
+        arguments and errors there).
 
         Returns:
             The :class:`~octos_tools.hooks.Hook` (for :meth:`remove_hook`).
-
-        Raises:
-            ValueError: for an unknown event or an invalid matcher.
         """
-        from ..hooks import Hook
-
-        hook = Hook(event, callback, matcher, fail_closed)
-        self._hooks = (*self._hooks, hook)
-        self._stages_changed()
-        return hook
+        return self._hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
 
     def remove_hook(self, hook: Hook) -> bool:
-        """Undo :meth:`add_hook`; ``False`` if ``hook`` was not registered here."""
-        if hook not in self._hooks:
-            return False
-        self._hooks = tuple(h for h in self._hooks if h is not hook)
-        self._stages_changed()
-        return True
+        """``registry.hooks.remove(hook)``: ``False`` if ``hook`` was not added here."""
+        return self._hooks.remove(hook)
 
     @property
-    def hooks(self) -> tuple[Hook, ...]:
-        """The hooks of every session, in registration order."""
+    def hooks(self) -> HookSet:
+        """The hooks of every session's calls, in registration order (a
+        :class:`~octos_tools.hooks.HookSet`: the one place hooks are added and removed)."""
         return self._hooks
 
     def set_tracing(self, tracing: Tracing | None) -> None:
@@ -851,7 +834,7 @@ class ToolRegistry:
         for key, value in vars(self).items():  # every public setting, a host's or a branch's
             if not key.startswith("_") and key not in _FRESH_IN_CLONE:
                 setattr(new, key, value)
-        new._hooks = self._hooks  # a sub-agent's calls are hooked, traced and audited too
+        new.hooks.replace_all(self._hooks.as_tuple())  # a sub-agent's calls are hooked too
         new._tracing = self._tracing
         new._audit = self._audit
         new._stages_changed()
