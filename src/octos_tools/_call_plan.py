@@ -57,9 +57,10 @@ class CallPlan:
         run: for a typed tool whose ``run`` never suspends, the bound ``run``; else
             ``None``.
         context_params: the function's parameters that receive the ``ToolContext``.
+        inline: :attr:`fn` or :attr:`run` is set: the call runs inline (no timer).
     """
 
-    __slots__ = ("context_params", "fields_only", "fn", "run", "tool", "validate_json")
+    __slots__ = ("context_params", "fields_only", "fn", "inline", "run", "tool", "validate_json")
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class CallPlan:
         self.fn = fn
         self.run = run
         self.context_params = context_params
+        self.inline = fn is not None or run is not None
 
 
 @lru_cache(maxsize=1024)

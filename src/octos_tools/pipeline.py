@@ -205,7 +205,7 @@ async def execute(
     registry = view.registry
     lock = view.lock
     exclusive = tool.concurrency_class is _EXCLUSIVE  # step 8: concurrency.py's rule
-    inline = plan is not None and (plan.fn is not None or plan.run is not None)
+    inline = plan is not None and plan.inline
     # "hold" is whether this call takes the lock: not when the caller holds it, nor for an
     # inline call that finds it free (it ends before any other task runs: concurrency.py).
     hold = not locked and not (inline and lock.free_for(exclusive))
