@@ -2,7 +2,9 @@
 
 1. **Cost per command**: ``exec_command true`` over ``octos-tools serve`` (stdio, the official
    ``mcp`` Python client), once per mode and engine: ``workspace-write`` on bubblewrap, on
-   Landlock, and ``danger-full-access`` (no sandbox). Calls alternate between the servers in
+   Landlock, the same with ``[sandbox] allowed_hosts`` set (the egress proxy and, under
+   bubblewrap, its network namespace and bridge), and ``danger-full-access`` (no sandbox).
+   Calls alternate between the servers in
    rounds (ABAB...), so machine load hits all alike; median ms per call and the difference
    to danger-full-access.
 2. **Probes**: the 15 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
@@ -49,13 +51,15 @@ async def _serve_medians(ws: Path, calls: int) -> dict[str, float]:
     for engine in ("bubblewrap", "landlock"):
         if engine in usable:
             variants.append((f"workspace-write/{engine}", "workspace-write", engine))
+            variants.append((f"workspace-write/{engine}+allowed_hosts", "workspace-write", engine))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     async with AsyncExitStack() as stack:
         clients = {}
         for name, mode, engine in variants:
             cfg = ws.parent / f"{name.replace('/', '-')}.toml"
-            cfg.write_text(f'[sandbox]\nmode = "{mode}"\nengine = "{engine}"\n')
+            hosts = 'allowed_hosts = ["127.0.0.1:9"]\n' if "allowed_hosts" in name else ""
+            cfg.write_text(f'[sandbox]\nmode = "{mode}"\nengine = "{engine}"\n{hosts}')
             params = StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "octos_tools", "serve", "-w", str(ws), "-c", str(cfg)],
@@ -179,7 +183,9 @@ def main() -> None:
     base = medians["danger-full-access"]
     print("exec_command true over serve (median ms per call, same run):")
     for name, ms in medians.items():
-        print(f"  {name:32s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
+        print(f"  {name:42s} {ms:7.2f} ms  (+{ms - base:5.2f} ms, {ms / base:.2f}x)")
+    if args.probe_runs < 1:
+        return
     print("\nprobes (15 forbidden, 5 allowed; read-only forbids 17 and allows 3):")
     for row in _probe_table(args.npm_dir, args.probe_runs):
         if row.get("missing"):

@@ -913,12 +913,18 @@ def sandbox_check(
         "mode": str(box.mode),
         "engine": chosen,
         "network": box.network,
+        "allowed_hosts": list(box.allowed_hosts) if box.egress else [],
         "engines": [],
     }
     lines = [
         f"configured: {box.mode} (engine {box.engine}: "
         + (f"{chosen})" if chosen else f"UNAVAILABLE: {problem})")
         + f", network {'on' if box.network else 'off'}"
+        + (
+            f" (HTTP(S) through the egress proxy to: {', '.join(box.allowed_hosts)})"
+            if box.egress
+            else ""
+        )
     ]
     for status in engine_status():
         entry: dict[str, Any] = {

@@ -28,7 +28,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from ._config_io import check_values, read_config_data
 from .errors import ConfigError
@@ -340,6 +348,10 @@ class SandboxConfig(_Model):
         network: commands may use the network (always off when the policy denies the web).
         writable_roots: more folders commands may write (absolute, ``~`` expanded).
         deny_read: more paths commands may not read (absolute or relative to the home).
+        allowed_hosts: ``host`` or ``host:port`` entries (``*.example.com`` for the names
+            below a domain; no port: 80 and 443) commands may reach over HTTP(S) through
+            the server's egress proxy while the network is off; an error with
+            ``network = true``; ignored when the policy denies the web.
     """
 
     mode: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
@@ -347,6 +359,21 @@ class SandboxConfig(_Model):
     network: bool = False
     writable_roots: list[str] = Field(default_factory=list)
     deny_read: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        from .sandbox._egress import parse_allowed_host
+
+        for entry in v:
+            parse_allowed_host(entry)  # ValueError: one line naming the entry
+        if v and info.data.get("network"):
+            raise ValueError(
+                "has no effect with network = true (commands have the full network): "
+                "remove allowed_hosts, or set network = false to allow only these hosts"
+            )
+        return v
 
     @field_validator("writable_roots")
     @classmethod

@@ -192,7 +192,8 @@ def build_contract(
         sandbox: the commands' sandbox settings (default: those of the registry's
             ``exec_command``, else the defaults); the
             policy also reports the engine that enforces them here (``null`` when none
-            can: commands answer ``sandbox_unavailable``) and whether the network is on.
+            can: commands answer ``sandbox_unavailable``), whether the network is on and
+            the hosts commands reach through the egress proxy (``sandbox_allowed_hosts``).
         approval_policy: the ``policy.approval_policy`` to report.
 
     Returns:
@@ -274,6 +275,7 @@ def build_contract(
             "sandbox_mode": sandbox_mode or str(box.mode),
             "sandbox_engine": engine,
             "sandbox_network": box.network or not box.confined,
+            "sandbox_allowed_hosts": list(box.allowed_hosts) if box.egress else [],
             "approval_policy": approval_policy,
         },
     }

@@ -14,7 +14,9 @@ Public surface:
 Private modules, one job each: :mod:`._settings` (modes), :mod:`._protected` (paths that
 stay unreadable or read-only), :mod:`._bubblewrap` and :mod:`._landlock` (the engines),
 :mod:`._seccomp` (the filter), :mod:`._detect` (which engine runs here), :mod:`._spawn`
-(putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``).
+(putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``);
+for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
+egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
 """
 
@@ -73,6 +75,7 @@ def settings_from_config(
     * the mode: ``mode`` (``--sandbox``) or ``[sandbox] mode``; ``read_only = true`` makes
       it at most ``read-only`` (commands run read-only instead of being removed);
     * the network: ``[sandbox] network``, and always off when the policy denies the web;
+      ``[sandbox] allowed_hosts`` (egress through the proxy) likewise dropped then;
     * the server's own files: its config file (``config_path``) read-only, its MCP token
       file (``serve.auth_token_file``) and state folder unreadable.
 
@@ -89,10 +92,12 @@ def settings_from_config(
     secrets: list[str] = []
     if config.serve.auth_token_file:
         secrets.append(os.path.abspath(os.path.expanduser(config.serve.auth_token_file)))
+    web_off = web_denied(config)
     return SandboxSettings(
         mode=chosen,
         engine=section.engine,
-        network=section.network and not web_denied(config),
+        network=section.network and not web_off,
+        allowed_hosts=() if web_off else tuple(section.allowed_hosts),
         writable_roots=tuple(section.writable_roots),
         deny_read=tuple(section.deny_read),
         read_only_paths=(os.path.abspath(config_path),) if config_path else (),

@@ -15,6 +15,8 @@ The view, built in this order (a later mount wins over an earlier one)::
     --ro-bind P P                 what makes git run code, the server's config (read-only)
     --tmpfs D --remount-ro D      an unreadable folder (credential store, state folder)
     --ro-bind /dev/null F         an unreadable file
+    --unshare-net                 only with allowed_hosts: a network namespace of its own
+                                  (loopback only), bridged to the egress proxy (:mod:`._bridge`)
     --seccomp FD                  the filter of :mod:`._seccomp`; with the network off it
                                   refuses every socket() (no --unshare-net)
     --die-with-parent             the sandbox ends if the server dies
@@ -59,6 +61,8 @@ def bwrap_args(
     cwd: str,
     home_bind: tuple[str, str] | None = None,
     visible: Sequence[str] = (),
+    unshare_net: bool = False,
+    sync_fd: int | None = None,
 ) -> list[str]:
     """The ``bwrap`` argument list up to and including ``--`` (the command follows).
 
@@ -76,9 +80,14 @@ def bwrap_args(
         home_bind: ``(host folder, mount point)`` of a private writable home.
         visible: folders to keep visible read-only although they are under ``/tmp`` (which
             the private temp folder replaces): the workspace in ``read-only``.
+        unshare_net: give the command a network namespace of its own (``allowed_hosts``).
+        sync_fd: a descriptor bwrap keeps open (outside the command) until the sandbox
+            ends (``--sync-fd``: the egress proxy's end-of-sandbox signal).
     """
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--unshare-pid", "--cap-drop", "ALL"]
+    if unshare_net:
+        args.append("--unshare-net")
     args += ["--bind", tmpdir, "/tmp"]
     for path in visible:
         if _under(path, ["/tmp"]) and not _under(path, writable) and os.path.isdir(path):
@@ -106,5 +115,7 @@ def bwrap_args(
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
+    if sync_fd is not None:
+        args += ["--sync-fd", str(sync_fd)]
     args += ["--seccomp", str(seccomp_fd), "--die-with-parent", "--chdir", cwd, "--"]
     return args

@@ -15,7 +15,10 @@ What it enforces:
 * **writes**: the writable roots (workspace, private temp folder, ``writable_roots``) and
   ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else;
 * **network** (off): TCP bind/connect denied (ABI 4), and every ``socket()`` refused by seccomp
-  (UDP, raw and Unix sockets: there is no network namespace here);
+  (UDP, raw and Unix sockets: there is no network namespace here); with
+  ``allowed_hosts``, TCP connect is allowed to the egress proxy's port only (a
+  ``LANDLOCK_RULE_NET_PORT`` rule: per port, on every address) and seccomp allows TCP
+  sockets only;
 * **processes**: Landlock denies ``ptrace`` and ``/proc/<pid>/`` of processes outside the
   sandbox (ABI 1); signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
 * capabilities are dropped (a root server's commands keep uid 0 but no capability, as under
@@ -41,6 +44,7 @@ __all__ = ["LandlockRuleset", "abi_version", "child_setup"]
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
+_RULE_NET_PORT = 2
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -91,6 +95,11 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class _NetPort(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64))
 
 
 class _SockFprog(ctypes.Structure):
@@ -144,12 +153,21 @@ class LandlockRuleset:
         grants: ``(path, rights)`` pairs; rights outside the ABI, or folder rights on a file,
             are dropped; a path that cannot be opened is skipped.
         network: leave the network unhandled (off: TCP bind and connect denied, ABI >= 4).
+        connect_ports: with the network off, TCP ports a connect is allowed to (the
+            egress proxy's); needs ABI >= 4.
 
     Raises:
-        OSError: the ruleset cannot be created.
+        OSError: the ruleset cannot be created, or a port rule cannot be added.
     """
 
-    def __init__(self, abi: int, grants: Iterable[tuple[str, int]], *, network: bool) -> None:
+    def __init__(
+        self,
+        abi: int,
+        grants: Iterable[tuple[str, int]],
+        *,
+        network: bool,
+        connect_ports: Sequence[int] = (),
+    ) -> None:
         nrs = _numbers()
         if nrs is None or abi < 1:
             raise OSError("Landlock is not available on this machine")
@@ -171,6 +189,14 @@ class LandlockRuleset:
         self.rules = 0
         for path, rights in grants:
             self._add(nrs[1], path, rights)
+        for port in connect_ports if not network else ():
+            rule = _NetPort(NET_CONNECT_TCP, port)
+            if abi < 4 or _libc.syscall(
+                ctypes.c_long(nrs[1]), self.fd, _RULE_NET_PORT, ctypes.byref(rule), 0
+            ):
+                err = ctypes.get_errno() if abi >= 4 else 95
+                self.close()
+                raise OSError(err, f"landlock_add_rule(port {port}): {os.strerror(err)}")
 
     def _add(self, nr: int, path: str, rights: int) -> None:
         try:

@@ -22,6 +22,11 @@ _NET = (
     "connection refused",
     "address family not supported",
 )
+_PROXY = (
+    "octos-tools egress proxy:",
+    "tunnel failed, response 403",
+    "tunnel connection failed: 403",
+)
 _ESCALATE = (
     'To run it outside the sandbox, call again with sandbox_permissions: "require_escalated" '
     "and a justification"
@@ -54,7 +59,9 @@ def blocked_note(
                 ".git hooks/config, credential stores and the server's files are protected; "
                 "no Unix sockets, ptrace or host processes"
             )
-    if not network and any(marker in low for marker in _NET):
+    if any(marker in low for marker in _PROXY):
+        rules.append("network only to [sandbox] allowed_hosts, through the egress proxy")
+    elif not network and any(marker in low for marker in _NET):
         rules.append("network off")
     if not rules:
         return None

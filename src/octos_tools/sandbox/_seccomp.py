@@ -19,6 +19,13 @@ What it refuses (``EPERM``), in every sandboxed mode:
 
 With ``deny_all_sockets`` (the Landlock engine with the network off: no network namespace
 there) every ``socket()`` call is refused, whatever its family.
+
+With ``inet_stream_only`` (``[sandbox] allowed_hosts``: the egress proxy is the only way out)
+``socket()`` is allowed for ``AF_INET`` / ``AF_INET6`` TCP streams only (type
+``SOCK_STREAM`` with any flags, protocol 0 or ``IPPROTO_TCP``: not SCTP or MPTCP, which
+Landlock's TCP rules do not cover); UDP, raw, packet, netlink and Unix sockets stay refused.
+Under bubblewrap the command's network namespace reaches only its own loopback; under
+Landlock a TCP connect is allowed to the proxy's port only.
 """
 
 from __future__ import annotations
@@ -38,6 +45,12 @@ _ERRNO = 0x00050000
 _EPERM = 1
 _ENOSYS = 38
 _AF_UNIX = 1
+_AF_INET = 2
+_AF_INET6 = 10
+_SOCK_STREAM = 1
+_SOCK_TYPE_MASK = 0xF
+_IPPROTO_TCP = 6
+_ALU_AND_K = 0x54
 _TIOCSTI = 0x5412
 _TIOCLINUX = 0x541C
 _X32_BIT = 0x40000000
@@ -98,7 +111,7 @@ _DENIED = (
     "perf_event_open",
 )
 # offsets in struct seccomp_data: nr, arch, then args[6] as u64 from byte 16 (little endian)
-_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
+_NR, _ARCH, _ARG0, _ARG1, _ARG2 = 0, 4, 16, 24, 32
 
 
 def _machine() -> str:
@@ -115,13 +128,33 @@ def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k)
 
 
-def filter_program(*, deny_all_sockets: bool = False) -> bytes:
+def _inet_stream_only(socket_nr: int) -> list[bytes]:
+    """``socket()``: allowed for (AF_INET | AF_INET6, SOCK_STREAM | flags, 0 | IPPROTO_TCP)."""
+    deny, allow = _ins(_RET_K, _ERRNO | _EPERM), _ins(_RET_K, _ALLOW)
+    return [
+        _ins(_JEQ_K, socket_nr, 0, 11),  # not socket(): on to the next rule
+        _ins(_LD_W_ABS, _ARG0),
+        _ins(_JEQ_K, _AF_INET, 1, 0),
+        _ins(_JEQ_K, _AF_INET6, 0, 6),
+        _ins(_LD_W_ABS, _ARG1),
+        _ins(_ALU_AND_K, _SOCK_TYPE_MASK),
+        _ins(_JEQ_K, _SOCK_STREAM, 0, 3),
+        _ins(_LD_W_ABS, _ARG2),
+        _ins(_JEQ_K, 0, 2, 0),
+        _ins(_JEQ_K, _IPPROTO_TCP, 1, 0),
+        deny,
+        allow,
+    ]
+
+
+def filter_program(*, deny_all_sockets: bool = False, inet_stream_only: bool = False) -> bytes:
     """The filter as ``struct sock_filter[]`` bytes (8 bytes per instruction): what
     ``bwrap --seccomp FD`` reads and what ``PR_SET_SECCOMP`` takes (wrapped in a
     ``sock_fprog``).
 
     Args:
         deny_all_sockets: refuse every ``socket()`` call (else only ``AF_UNIX``).
+        inet_stream_only: allow ``socket()`` for IPv4/IPv6 TCP only (``allowed_hosts``).
 
     Raises:
         RuntimeError: on an architecture without a table (see :func:`supported`).
@@ -141,7 +174,9 @@ def filter_program(*, deny_all_sockets: bool = False) -> bytes:
         prog += [_ins(_JGE_K, _X32_BIT, 0, 1), _ins(_RET_K, _ERRNO | _ENOSYS)]
     for name in _DENIED:
         prog += [_ins(_JEQ_K, nrs[name], 0, 1), deny]
-    if deny_all_sockets:
+    if inet_stream_only:
+        prog += _inet_stream_only(nrs["socket"])
+    elif deny_all_sockets:
         prog += [_ins(_JEQ_K, nrs["socket"], 0, 1), deny]
     else:
         prog += [

@@ -61,6 +61,9 @@ class SandboxSettings:
         secret_paths: more paths commands may not read (state folder, token file).
         private_home: give the process a private writable ``HOME`` (mounted MCP servers).
         home: the home folder whose credential stores are hidden (``None``: the user's).
+        allowed_hosts: ``[sandbox] allowed_hosts`` (``host`` or ``host:port``): with the
+            network off, HTTP(S) egress to these through the proxy of :mod:`._proxy`
+            (empty when the network is on or the policy denies the web).
         reason: why the mode is what it is (``"--read-only"``, ``"config"``), for messages.
     """
 
@@ -73,11 +76,22 @@ class SandboxSettings:
     secret_paths: tuple[str, ...] = ()
     private_home: bool = False
     home: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
     reason: str = field(default="default", compare=False)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"unknown sandbox engine {self.engine!r}; use one of {ENGINES}")
+        if self.allowed_hosts:
+            from ._egress import HostRules
+
+            HostRules.parse(self.allowed_hosts)  # raises ValueError naming a bad entry
+
+    @property
+    def egress(self) -> bool:
+        """Commands get HTTP(S) egress through the proxy only (``allowed_hosts`` set, the
+        network off, a confined mode)."""
+        return bool(self.allowed_hosts) and not self.network and self.confined
 
     @property
     def confined(self) -> bool:

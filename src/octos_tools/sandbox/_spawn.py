@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ErrorKind, ToolError
-from . import _bubblewrap, _detect, _landlock, _protected, _seccomp
+from . import _bridge, _bubblewrap, _detect, _landlock, _protected, _seccomp
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = ["Sandbox", "SandboxSpawn", "resolve_engine", "sandbox_for"]
@@ -181,7 +181,7 @@ class Sandbox:
         env = dict(env)
         if engine == "none":
             return SandboxSpawn(list(argv), env)
-        network = s.network
+        network, egress = s.network, s.egress
         writable = self.writable_roots(workspace)
         found = _protected.git_protected_paths(writable)
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
@@ -192,8 +192,17 @@ class Sandbox:
 
             bwrap = _sh.which("bwrap") or "bwrap"
             fd = os.memfd_create("octos-seccomp", os.MFD_CLOEXEC)
-            os.write(fd, _seccomp.filter_program(deny_all_sockets=not network))
+            os.write(
+                fd, _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
+            )
             os.lseek(fd, 0, os.SEEK_SET)
+            fds = [fd]
+            sync_fd = None
+            if egress:
+                argv, channel = _bridge.for_bubblewrap(list(argv), env, s.allowed_hosts)
+                sync_fd = os.dup(channel)  # bwrap holds it until the sandbox ends
+                fds += [channel, sync_fd]
+                visible = [*visible, os.path.dirname(_bridge.interpreter())]
             home_bind = None
             if s.private_home:
                 home_bind = (self.home, self.home)
@@ -211,9 +220,11 @@ class Sandbox:
                 cwd=cwd,
                 home_bind=home_bind,
                 visible=[os.path.realpath(p) for p in (workspace, cwd, *visible) if p],
+                unshare_net=egress,
+                sync_fd=sync_fd,
             )
             return SandboxSpawn(
-                [*args, *argv], env, (fd,), None, engine, s.mode, network, _close=[fd]
+                [*args, *argv], env, tuple(fds), None, engine, s.mode, network, _close=fds
             )
         # landlock
         writable_all = [*writable, self.tmpdir]
@@ -221,8 +232,9 @@ class Sandbox:
             writable_all.append(self.home)
             env["HOME"] = self.home
         env["TMPDIR"] = self.tmpdir
-        ruleset = self._landlock_ruleset(writable_all, unreadable, network)
-        prog = _seccomp.filter_program(deny_all_sockets=not network)
+        ports = (_bridge.for_landlock(env, s.allowed_hosts),) if egress else ()
+        ruleset = self._landlock_ruleset(writable_all, unreadable, network, ports)
+        prog = _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
         return SandboxSpawn(
             list(argv),
             env,
@@ -300,9 +312,13 @@ class Sandbox:
             return self._filter_dir
 
     def _landlock_ruleset(
-        self, writable: list[str], unreadable: list[str], network: bool
+        self,
+        writable: list[str],
+        unreadable: list[str],
+        network: bool,
+        ports: tuple[int, ...] = (),
     ) -> _landlock.LandlockRuleset:
-        key = (*writable, "\0", *unreadable)
+        key = (*writable, "\0", *unreadable, "\0", *map(str, ports))
         now = time.monotonic()
         with self._lock:
             cached = self._ruleset
@@ -320,7 +336,7 @@ class Sandbox:
                 ("/dev/ptmx", dev_rw),
                 ("/dev", _landlock.IOCTL_DEV),
             ]
-            ruleset = _landlock.LandlockRuleset(abi, grants, network=network)
+            ruleset = _landlock.LandlockRuleset(abi, grants, network=network, connect_ports=ports)
             if cached is not None:
                 old = cached[2]
                 weakref.finalize(self, old.close)  # a child may still be forking with it
