@@ -102,15 +102,15 @@ def test_never_suspends_reads_the_coroutine_code() -> None:
 async def test_a_plan_is_made_once_and_dropped_at_every_change() -> None:
     session = _session()
     assert (await session.call("add", RAW)).output == "3"
-    plan = session.view._plans["add"]
+    plan = session.view.plans["add"]
     assert plan is not None and plan.fn is add and plan.fields_only
     assert (await session.call("add", RAW)).output == "3"
-    assert session.view._plans["add"] is plan
+    assert session.view.plans["add"] is plan
     session.hide(["add"])  # a change of the view
-    assert "add" not in session.view._plans
+    assert "add" not in session.view.plans
     assert (await session.call("add", RAW)).output == "3"  # hidden tools stay callable
     session.registry.set_context_filter(["x"])  # a mutation of the registry
-    assert session.view._plans == {}
+    assert session.view.plans == {}
 
 
 async def test_a_policy_set_after_the_plan_refuses_the_call() -> None:
@@ -119,7 +119,7 @@ async def test_a_policy_set_after_the_plan_refuses_the_call() -> None:
     session.registry.set_provider_policy(ToolPolicy(deny=["add"]))
     result = await session.call("add", RAW)
     assert result.error_kind is ErrorKind.POLICY_DENIED
-    assert session.view._plans["add"] is None  # refused names go the general way
+    assert session.view.plans["add"] is None  # refused names go the general way
     session.registry.set_provider_policy(None)
     assert (await session.call("add", RAW)).output == "3"
 
@@ -128,7 +128,7 @@ async def test_registry_execute_drops_its_default_view_plans_on_mutation() -> No
     registry = ToolRegistry()
     registry.register(tool(add))
     assert (await registry.execute("add", RAW)).output == "3"
-    assert registry.default_view._plans["add"] is not None
+    assert registry.default_view.plans["add"] is not None
     registry.apply_policy(ToolPolicy(deny=["add"]))
     assert (await registry.execute("add", RAW)).error_kind is ErrorKind.POLICY_DENIED
 
@@ -151,9 +151,9 @@ async def test_a_deferred_tool_is_activated_by_its_call_then_planned() -> None:
     assert session.is_deferred("add")
     assert (await session.call("add", RAW)).output == "3"  # auto-activation
     assert not session.is_deferred("add")
-    assert session.view._plans.get("add") is None  # the activation dropped the plans
+    assert session.view.plans.get("add") is None  # the activation dropped the plans
     assert (await session.call("add", RAW)).output == "3"
-    assert session.view._plans["add"] is not None
+    assert session.view.plans["add"] is not None
 
 
 async def test_context_permissions_still_refuse_a_planned_tool() -> None:
@@ -169,7 +169,7 @@ async def test_context_permissions_still_refuse_a_planned_tool() -> None:
 async def test_the_size_limit_holds_for_a_planned_tool() -> None:
     session = _session(max_args_size=8)
     assert (await session.call("add", "{}")).error_kind is ErrorKind.INVALID_ARGUMENTS
-    assert session.view._plans["add"] is not None
+    assert session.view.plans["add"] is not None
     result = await session.call("add", RAW)
     assert result.error_kind is ErrorKind.ARGS_TOO_LARGE
 
@@ -188,7 +188,7 @@ async def test_spawn_only_tools_are_not_planned() -> None:
     result = await session.call("add", RAW)
     assert result.success and result.structured_metadata is not None
     assert "task" in result.structured_metadata
-    assert session.view._plans["add"] is None
+    assert session.view.plans["add"] is None
     await session.registry.aclose()
 
 
@@ -311,7 +311,7 @@ async def test_a_tool_that_awaits_is_still_stopped_at_its_timeout() -> None:
     with anyio.fail_after(10):
         result = await session.call("slow", "{}")
     assert result.error_kind is ErrorKind.TIMEOUT
-    plan = session.view._plans["slow"]
+    plan = session.view.plans["slow"]
     assert plan is not None and plan.fn is None and plan.run is None  # the general dispatch
 
 
@@ -340,7 +340,7 @@ class Broken(TypedTool):
 async def test_a_typed_tool_whose_run_cannot_suspend_runs_inline() -> None:
     session = _session(Double(), Broken())
     assert (await session.call("double", '{"n": 21}')).output == "42"
-    plan = session.view._plans["double"]
+    plan = session.view.plans["double"]
     assert plan is not None and plan.run is not None and plan.fn is None
     broken = await session.call("broken", "{}")
     assert broken.error_kind is ErrorKind.INTERNAL_ERROR and "not a ToolResult" in broken.output
@@ -412,7 +412,7 @@ def test_plan_call_stores_no_plan_for_unknown_names_beyond_the_bound() -> None:
     view = session.view
     for i in range(_call_plan.MAX_PLANS + 10):
         assert plan_call(view, f"missing_{i}") is None
-    assert len(view._plans) == _call_plan.MAX_PLANS
+    assert len(view.plans) == _call_plan.MAX_PLANS
 
 
 # ---------------------------------------------------------------------- the call's context

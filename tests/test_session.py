@@ -198,7 +198,7 @@ async def test_calls_carry_the_session_and_closing_keeps_shared_tools() -> None:
     shared = ToolSession(registry)
     await shared.call("c", {})
     await registry.execute("c", {})
-    assert sessions == [shared, None]
+    assert sessions == [shared, registry.default_session]  # the conveniences run in a session
     await shared.aclose()
     assert closed == []  # other sessions may still use the registry's tools
     assert ended == [shared]  # but what this session started is released

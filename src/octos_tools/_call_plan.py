@@ -4,9 +4,9 @@ For a name that is registered, allowed by the registry's policies, not deferred 
 not spawn-only and typed (its arguments validated by pydantic), the policy verdict, the
 deferral state, the lookup, the arguments model and the way to run the tool do not change
 between two changes of the registry or the view. A :class:`CallPlan` holds them; the view
-keeps one per name (``ToolView._plans``) and drops them all at every change of the view
-(:meth:`ToolView._changed <octos_tools.registry.ToolView>`: activation, eviction, hiding,
-and every registry mutation, which reaches each view). Everything a call may change on its
+keeps one per name (``ToolView.plans``, :mod:`octos_tools.view`) and drops them all at every
+change of the view (activation, eviction, hiding, and every registry mutation, which
+reaches each view through ``ToolView.registry_changed``). Everything a call may change on its
 own is still checked per call by the pipeline: the context's permissions, the argument
 size, the tool's concurrency class, timeout and output cap, the lock.
 
@@ -34,16 +34,9 @@ from .tool import Tool
 from .typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:
-    from .registry import ToolRegistry, ToolView
+    from .view import ToolView
 
-__all__ = [
-    "MAX_PLANS",
-    "CallPlan",
-    "cached_model",
-    "never_suspends",
-    "plan_call",
-    "typed_model",
-]
+__all__ = ["MAX_PLANS", "CallPlan", "never_suspends", "plan_call"]
 
 MAX_PLANS = 4096
 """At most this many names get a plan per view (a model inventing names cannot grow it)."""
@@ -64,9 +57,10 @@ class CallPlan:
         run: for a typed tool whose ``run`` never suspends, the bound ``run``; else
             ``None``.
         context_params: the function's parameters that receive the ``ToolContext``.
+        inline: :attr:`fn` or :attr:`run` is set: the call runs inline (no timer).
     """
 
-    __slots__ = ("context_params", "fields_only", "fn", "run", "tool", "validate_json")
+    __slots__ = ("context_params", "fields_only", "fn", "inline", "run", "tool", "validate_json")
 
     def __init__(
         self,
@@ -84,30 +78,7 @@ class CallPlan:
         self.fn = fn
         self.run = run
         self.context_params = context_params
-
-
-def typed_model(tool: Tool) -> type[ToolArgs] | None:
-    """The ``Args`` model the pipeline validates ``tool``'s arguments into, or ``None`` for
-    a JSON-schema tool (or a typed tool that overrides ``execute_with_context`` and so
-    validates by itself)."""
-    if not isinstance(tool, TypedTool):
-        return None
-    model = tool.Args
-    if model is ToolArgs or type(tool).execute_with_context is not TypedTool.execute_with_context:
-        return None
-    return model
-
-
-def cached_model(registry: ToolRegistry, name: str, tool: Tool) -> type[ToolArgs] | None:
-    """:func:`typed_model` of ``tool``, kept in the registry per name until ``name`` is
-    registered again (the entry remembers the tool it was made for)."""
-    cached = registry._models.get(name)
-    if cached is not None and cached[0] is tool:
-        known: type[ToolArgs] | None = cached[1]
-        return known
-    model = typed_model(tool)
-    registry._models[name] = (tool, model)
-    return model
+        self.inline = fn is not None or run is not None
 
 
 @lru_cache(maxsize=1024)
@@ -153,14 +124,14 @@ def plan_call(view: ToolView, name: str) -> CallPlan | None:
 
     registry = view.registry
     plan: CallPlan | None = None
-    tool = registry._tools.get(name)
+    tool = registry.get(name)
     if (
         tool is not None
-        and name not in registry._spawn_only
+        and not registry.is_spawn_only(name)
         and not view.is_deferred(name)
         and registry.evaluate(name).allowed
     ):
-        model = cached_model(registry, name, tool)
+        model = registry.args_model(tool)
         if model is not None:
             validate = model.__pydantic_validator__.validate_json  # builds a deferred model
             if (
@@ -174,13 +145,13 @@ def plan_call(view: ToolView, name: str) -> CallPlan | None:
                     validate if fields is None else fields,
                     fields_only=fields is not None,
                     fn=tool.fn,
-                    context_params=tuple(tool._context_params),
+                    context_params=tool.context_params,
                 )
             elif isinstance(tool, TypedTool) and never_suspends(type(tool).run):
                 plan = CallPlan(tool, validate, run=tool.run)
             else:
                 plan = CallPlan(tool, validate)
-    plans = view._plans
+    plans = view.plans
     if len(plans) < MAX_PLANS:
         plans[name] = plan
     return plan

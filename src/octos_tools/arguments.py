@@ -1,11 +1,21 @@
-"""Argument safety: the 1 MiB limit, exact size estimation, parsing and validation
-(octos ``crates/octos-agent/src/tools/registry.rs``).
+"""Arguments, in one module: the 1 MiB limit, exact size estimation, parsing, the
+leniencies and validation, for typed and JSON-schema tools alike (octos
+``crates/octos-agent/src/tools/registry.rs``).
 
 A model sends tool arguments as a string. :func:`parse_arguments` checks its byte length
 against the limit *before* parsing it, so a huge argument is refused without building a
 huge object; arguments that arrive already parsed are sized with :func:`estimate_json_size`
-without serialising them. :func:`validate_arguments` then checks them against the tool's
-JSON Schema (Draft 2020-12, ``jsonschema``).
+without serialising them. Then:
+
+* a JSON-schema tool's arguments are checked with :func:`validate_arguments` against its
+  schema (Draft 2020-12, ``jsonschema``);
+* a typed tool's (:mod:`octos_tools.typed`) are validated into its pydantic ``Args`` model
+  by :func:`typed_call_arguments` (straight from the JSON text when it is short ASCII),
+  :func:`validate_json_arguments` and :func:`validate_arguments_of`.
+
+Both apply the same leniencies (:func:`apply_leniencies`) and report problems the same way
+(:func:`join_problems`). This module imports nothing of the tool model: typed tools, the
+registry and the pipeline call it, never the other way round.
 """
 
 from __future__ import annotations
@@ -15,7 +25,9 @@ import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from .errors import ArgumentError, ErrorKind
 
@@ -24,12 +36,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ARGS_SIZE",
+    "RawArguments",
+    "apply_leniencies",
+    "check_json_values",
+    "compile_schema",
     "describe_value",
     "estimate_json_size",
+    "format_validation_error",
     "join_problems",
     "parse_arguments",
+    "typed_call_arguments",
     "validate_arguments",
+    "validate_arguments_of",
+    "validate_json_arguments",
 ]
+
+RawArguments = str | bytes | Mapping[str, Any] | None
+"""What a model (or a library caller) sends as a call's arguments."""
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+FAST_JSON_CHARS = 4000
+"""Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
+JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
 
 MAX_ARGS_SIZE = 1_048_576
 """The argument limit in bytes (1 MiB, as octos ``tools/registry.rs``). A raw string of
@@ -599,3 +628,109 @@ def validate_arguments(
         return args
     errors.sort(key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     raise join_problems(tool_name, _problems(errors))
+
+
+# ---------------------------------------------------------------------- typed models
+
+
+_LENIENCY_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _leniency_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = _LENIENCY_SCHEMAS.get(model)
+    if schema is None:
+        schema = _LENIENCY_SCHEMAS[model] = model.model_json_schema()
+    return schema
+
+
+def validate_json_arguments(model: type[ArgsT], text: str | bytes, tool_name: str) -> ArgsT:
+    """Validate a call's JSON argument text into ``model`` with the argument rules.
+
+    ``text`` must be a JSON object already checked for size (the pipeline checks the raw
+    bytes first); invalid JSON is reported as ``invalid_arguments`` here, so callers with
+    unchecked text should use :func:`octos_tools.arguments.parse_arguments` first.
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` listing up to five problems.
+    """
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise format_validation_error(first, tool_name) from None
+    if isinstance(data, dict):
+        fixed = apply_leniencies(data, _leniency_schema(model))
+        if fixed is not data:
+            try:
+                return model.model_validate_json(json.dumps(fixed, ensure_ascii=False))
+            except ValidationError as exc:
+                raise format_validation_error(exc, tool_name) from None
+    raise format_validation_error(first, tool_name) from None
+
+
+def validate_arguments_of(model: type[ArgsT], args: Mapping[str, Any], tool_name: str) -> ArgsT:
+    """Validate parsed ``args`` (JSON values) into ``model`` with the argument rules, the
+    same way as their JSON text (see the module docstring).
+
+    Raises:
+        ArgumentError: ``invalid_arguments`` listing up to five problems, or naming a value
+            JSON cannot carry.
+    """
+    check_json_values(args, tool_name)
+    return validate_json_arguments(model, json.dumps(args, ensure_ascii=False), tool_name)
+
+
+def format_validation_error(exc: ValidationError, tool_name: str) -> ArgumentError:
+    """An ``invalid_arguments`` :class:`ArgumentError` listing up to five problems of
+    ``exc``, missing required fields first; ``details["field"]`` names the first one."""
+    errors = exc.errors(include_url=False)
+    order = {"missing": 0, "extra_forbidden": 2}
+    errors.sort(key=lambda e: order.get(e["type"], 1))
+    problems: list[tuple[str, str | None]] = []
+    for err in errors:
+        where = ".".join(str(p) for p in err["loc"])
+        kind = err["type"]
+        if kind == "missing":
+            problems.append((f"missing required field {where!r}", where or None))
+        elif kind == "extra_forbidden":
+            problems.append((f"unknown field {where!r}", where or None))
+        elif kind in ("json_invalid", "json_type"):
+            problems.append((f"the arguments are not a JSON object: {err['msg']}", None))
+        else:
+            msg = err["msg"]
+            problems.append(
+                (
+                    f"field {where or '(arguments)'!r}: {msg}, {describe_value(err.get('input'))}",
+                    where or None,
+                )
+            )
+    return join_problems(tool_name, problems)
+
+
+def typed_call_arguments(
+    model: type[ArgsT], tool_name: str, raw: RawArguments, limit: int = MAX_ARGS_SIZE
+) -> ArgsT:
+    """A call's raw arguments validated into a typed tool's ``model``: size first, then
+    the argument rules (:func:`validate_json_arguments`). A short ASCII string without
+    escapes (no lone surrogate, no integer Python refuses, under the limit) is validated
+    straight from JSON; anything else is parsed first (:func:`parse_arguments`).
+
+    Raises:
+        ArgumentError: ``args_too_large``, ``invalid_json`` or ``invalid_arguments``.
+    """
+    if (
+        type(raw) is str
+        and len(raw) <= FAST_JSON_CHARS
+        and len(raw) <= limit
+        and raw.isascii()
+        and "\\u" not in raw
+    ):
+        try:  # model_validate_json without its Python wrapper
+            return model.__pydantic_validator__.validate_json(raw)  # type: ignore[no-any-return]
+        except ValidationError:
+            pass  # the rules below say exactly what is wrong (or apply a leniency)
+    parsed = parse_arguments(raw, tool_name=tool_name, limit=limit)
+    return validate_arguments_of(model, parsed, tool_name)

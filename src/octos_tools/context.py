@@ -28,6 +28,8 @@ __all__ = [
     "ToolPermissions",
     "UserInputCallback",
     "current_context",
+    "reset_current_context",
+    "set_current_context",
     "use_context",
 ]
 
@@ -216,6 +218,15 @@ class ToolContext:
 _CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
     "octos_tools_tool_context", default=None
 )
+
+
+set_current_context = _CURRENT.set
+"""``set_current_context(ctx) -> token``: make ``ctx`` the :func:`current_context` of this
+task until :func:`reset_current_context` (the pipeline's per-call form of
+:func:`use_context`: a bound method, no generator)."""
+
+reset_current_context = _CURRENT.reset
+"""``reset_current_context(token)``: undo :data:`set_current_context`."""
 
 
 def current_context() -> ToolContext:

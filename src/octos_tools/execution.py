@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .concurrency import acquire, batch_is_serial, release
 from .context import ToolContext
 from .errors import ErrorKind
 from .output import cap_output, redact_secrets
@@ -68,7 +69,7 @@ async def run_batch(
     """
     if not calls:
         return []
-    exclusive = any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls)
+    exclusive = batch_is_serial((c.name for c in calls), concurrency_class)
     results: list[ToolResult | None] = [None] * len(calls)
     if not exclusive:
 
@@ -113,7 +114,7 @@ async def execute_batch(
 
     Args:
         target: a :class:`~octos_tools.session.ToolSession` (its view and context), or a
-            :class:`~octos_tools.registry.ToolRegistry` (its default view).
+            :class:`~octos_tools.registry.ToolRegistry` (its default session).
         calls: the calls, in the model's order.
         ctx: a base context; each call gets a copy with its own ``tool_call_id`` (default:
             the session's context, or a fresh one for a registry).
@@ -126,14 +127,10 @@ async def execute_batch(
 
     if not calls:
         return []
-    if isinstance(target, ToolSession):
-        registry = target.registry
-        view = target.view
-        base = target.ctx if ctx is None else registry.context_for(ctx, target)
-    else:
-        registry = target
-        view = registry.default_view
-        base = registry.context_for(ctx)
+    session = target if isinstance(target, ToolSession) else target.default_session
+    registry = session.registry
+    view = session.view
+    base = session.ctx if ctx is None else registry.context_for(ctx, session)
 
     async def run(call: ToolCall) -> ToolResult:
         call_ctx = base if call.id == base.tool_call_id else base.for_call(call.id)
@@ -141,14 +138,9 @@ async def execute_batch(
 
     concurrency_class = registry.concurrency_class
     lock = view.lock
-    if any(concurrency_class(c.name) is ConcurrencyClass.EXCLUSIVE for c in calls):
-        await lock.acquire_write()
-        try:
-            return await run_batch(calls, run, concurrency_class)
-        finally:
-            lock.release_write()
-    await lock.acquire_read()
+    exclusive = batch_is_serial((c.name for c in calls), concurrency_class)
+    await acquire(lock, exclusive)
     try:
         return await run_batch(calls, run, concurrency_class)
     finally:
-        lock.release_read()
+        release(lock, exclusive)

@@ -206,6 +206,12 @@ class FunctionTool(TypedTool):
         self.input_schema = _clean_schema(self.Args.model_json_schema())
 
     @property
+    def context_params(self) -> tuple[str, ...]:
+        """The function's parameters that receive the call's
+        :class:`~octos_tools.context.ToolContext` (annotated with it), in order."""
+        return tuple(self._context_params)
+
+    @property
     def _model(self) -> type[ToolArgs]:
         """The arguments model (``Args``)."""
         return self.Args

@@ -48,7 +48,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -60,6 +60,7 @@ __all__ = [
     "HookError",
     "HookInput",
     "HookOutput",
+    "HookSet",
     "compile_matcher",
 ]
 
@@ -247,6 +248,97 @@ class Hook:
     def matches(self, tool_name: str) -> bool:
         """Whether this hook runs for ``tool_name``."""
         return self._test(tool_name)
+
+
+class HookSet:
+    """The hooks of one place, in registration order: the registry's
+    (:attr:`ToolRegistry.hooks <octos_tools.registry.ToolRegistry.hooks>`, every session's
+    calls) or one session's (:attr:`ToolSession.hooks
+    <octos_tools.session.ToolSession.hooks>`, after the registry's). The one way hooks are
+    added and removed; ``add_hook`` / ``remove_hook`` of the registry and the session are
+    this class's :meth:`add` / :meth:`remove`.
+
+    Args:
+        on_change: called (no arguments) after each :meth:`add` / :meth:`remove`: the
+            owner recomputes its stages (:mod:`octos_tools.stages`).
+    """
+
+    __slots__ = ("_hooks", "_on_change")
+
+    def __init__(self, on_change: Callable[[], None] | None = None) -> None:
+        self._hooks: tuple[Hook, ...] = ()
+        self._on_change = on_change
+
+    def add(
+        self,
+        event: str,
+        callback: HookCallback,
+        *,
+        matcher: str = "",
+        fail_closed: bool = False,
+    ) -> Hook:
+        """Run ``callback`` around every matching call of this place.
+
+        Args:
+            event: ``"PreToolUse"``, ``"PostToolUse"`` or ``"PostToolUseFailure"``.
+            callback: ``await callback(HookInput) -> HookOutput | None`` (a
+                :class:`CommandHook` for a command).
+            matcher: tool names (``"read_file|write_file"``), a regular expression, or
+                ``""`` / ``"*"`` for all (:func:`compile_matcher`).
+            fail_closed: a failure of the hook refuses the call instead of being ignored.
+
+        Returns:
+            The :class:`Hook` (for :meth:`remove`).
+
+        Raises:
+            ValueError: for an unknown event or an invalid matcher.
+        """
+        hook = Hook(event, callback, matcher, fail_closed)
+        self._hooks = (*self._hooks, hook)
+        self._changed()
+        return hook
+
+    def remove(self, hook: Hook) -> bool:
+        """Undo :meth:`add`; ``False`` if ``hook`` is not one of this set's."""
+        if hook not in self._hooks:
+            return False
+        self._hooks = tuple(h for h in self._hooks if h is not hook)
+        self._changed()
+        return True
+
+    def replace_all(self, hooks: Sequence[Hook]) -> None:
+        """Hold exactly ``hooks`` (a derived registry copies its parent's)."""
+        self._hooks = tuple(hooks)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
+
+    def as_tuple(self) -> tuple[Hook, ...]:
+        """The hooks, in registration order."""
+        return self._hooks
+
+    def __iter__(self) -> Iterator[Hook]:
+        return iter(self._hooks)
+
+    def __len__(self) -> int:
+        return len(self._hooks)
+
+    def __bool__(self) -> bool:
+        return bool(self._hooks)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HookSet):
+            return self._hooks == other.as_tuple()
+        if isinstance(other, tuple):
+            return self._hooks == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HookSet({list(self._hooks)!r})"
 
 
 class CommandHook:

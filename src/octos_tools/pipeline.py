@@ -1,8 +1,8 @@
 """The call pipeline: every tool call of every host runs through :func:`run_call`.
 
-A :class:`~octos_tools.session.ToolSession` (MCP server, agent loop, ``octos-tools call``)
-and :meth:`ToolRegistry.execute <octos_tools.registry.ToolRegistry.execute>` (the
-registry's default view) both call it, in this order:
+A :class:`~octos_tools.session.ToolSession` (MCP server, agent loop, ``octos-tools call``,
+and :meth:`ToolRegistry.execute <octos_tools.registry.ToolRegistry.execute>` through the
+registry's default session) calls it, in this order:
 
 1. **policy**: hard policies, the provider policy and ``require_tags`` (the registry's
    verdict, cached until its next mutation), then the call context's
@@ -11,58 +11,62 @@ registry's default view) both call it, in this order:
    calling view only; deferral saves tokens, it is not a permission;
 3. **size**: the raw argument bytes against the limit, before parsing → ``args_too_large``;
 4. **lookup** → ``unknown_tool`` naming the closest registered names;
-5. **parse and validate, once**: a typed tool (:class:`~octos_tools.typed.TypedTool`,
-   ``@tool``) validates the raw JSON straight into its ``Args`` model; a JSON-schema tool
-   is parsed and checked with ``jsonschema`` (imported then) → ``invalid_json`` /
-   ``invalid_arguments``;
+5. **parse and validate, once** (:mod:`octos_tools.arguments`, one module for typed and
+   JSON-schema tools) → ``invalid_json`` / ``invalid_arguments``;
 6. usage recorded in the view's LRU;
 7. **spawn-only** tools return a task-handle envelope at once and run in the
    :class:`~octos_tools.tasks.TaskSupervisor` (outside the session's lock: a background
    task does not hold the session's other calls back);
-8. **dispatch** under the view's readers-writer lock (Safe calls together, an Exclusive
-   call alone) and ONE timeout scope → ``timeout``; a raised
-   :class:`~octos_tools.errors.ToolError` becomes its typed failure, any other exception
-   ``internal_error`` (never a crash of the host);
-9. **output post-processing**: head/tail cap and credential redaction.
+8. **dispatch** under the view's readers-writer lock (the Safe / Exclusive rule of
+   :mod:`octos_tools.concurrency`) and ONE timeout scope (:mod:`octos_tools.dispatch`) →
+   ``timeout``; a raised :class:`~octos_tools.errors.ToolError` becomes its typed failure,
+   any other exception ``internal_error`` (never a crash of the host);
+9. **output post-processing**: head/tail cap, credential redaction, the prompt-injection
+   filter of untrusted content.
 
-Steps 1, 2, 4 and the choice of validator and runner are decided once per tool name and
-view (a :class:`~octos_tools._call_plan.CallPlan`, dropped at every change of the registry
-or the view); the context's permissions, the size, the lock, the timeout and the output
-cap are checked on every call. A tool whose coroutine cannot suspend (no ``await`` in its
-own code) is awaited straight from :func:`run_call`'s frame: it ends in its first step, so
-no timer is armed (none could stop it); every other tool runs under its timeout.
+Steps 1-5 are :func:`admit`; steps 6-9 are :func:`execute`, the one path every call takes
+(with stages or without). For a typed tool, what steps 1, 2, 4 and 5 decide for a name (the
+verdict, deferral, the lookup, the validator) is a :class:`~octos_tools._call_plan.CallPlan`
+kept in the view until its next change: :func:`run_call` validates a short argument string
+straight with it and falls back to :func:`admit` for anything else. "Runs inline" is a
+branch of step 8: a tool whose coroutine cannot suspend (no ``await`` in its own code) is
+awaited in :func:`execute`'s own frame with no timer (nothing could stop it before it
+ends). The context's permissions, the size, the lock, the timeout and the output cap are
+checked on every call.
+
+Steps 1-5 never wait, so :func:`run_call` runs them at once and returns the coroutine of
+steps 6-9 (one coroutine frame per call).
 """
 
 from __future__ import annotations
 
-import asyncio
-import difflib
 import json
 import logging
-import types
-from asyncio.events import _get_running_loop  # the C fast path; None off asyncio
-from collections.abc import Generator, Mapping
+from collections.abc import Coroutine
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import BaseModel, ValidationError
 
-from ._call_plan import cached_model, plan_call, typed_model
-from .arguments import parse_arguments, validate_arguments
-from .context import _CURRENT, ToolContext
+from ._call_plan import plan_call
+from .arguments import FAST_JSON_CHARS, RawArguments
+from .concurrency import acquire, release, try_acquire
+from .context import ToolContext, reset_current_context, set_current_context
+from .dispatch import dispatch, failure_of, not_a_result, timeout_of
 from .errors import ErrorKind, ToolError
 from .function_tool import to_result
 from .history import around_call
 from .output import cap_output, redact_secrets, redact_value
+from .tasks import SPAWN_ONLY_READ_MODES
 from .tool import ConcurrencyClass, Tool, ToolResult, ok_result
-from .typed import ToolArgs, validate_arguments_of
+from .typed import typed_model
 
 if TYPE_CHECKING:
     from ._call_plan import CallPlan
-    from .registry import ToolRegistry, ToolView
+    from .registry import ToolRegistry
     from .tasks import TaskRecord
+    from .view import ToolView
 
 __all__ = [
     "SPAWN_ONLY_READ_MODES",
@@ -78,31 +82,20 @@ __all__ = [
 
 logger = logging.getLogger("octos_tools.pipeline")
 
-SPAWN_ONLY_READ_MODES = ("head", "tail", "grep", "line_range", "file")
-"""The ``read_task_output`` modes a spawn-only envelope advertises."""
-
-RawArguments = str | bytes | Mapping[str, Any] | None
-"""What a model (or a library caller) sends as a call's arguments."""
-
 _EXCLUSIVE = ConcurrencyClass.EXCLUSIVE
-_set_context = _CURRENT.set  # bound once: ~1k instructions less per call than
-_reset_context = _CURRENT.reset  # looking the methods up on the ContextVar each time
-_FAST_JSON_CHARS = 4000
-"""Raw strings up to this length (ASCII, no ``\\u`` escape) are validated straight from
-JSON: they cannot hold a lone surrogate or an integer Python refuses to print."""
 _PLAIN = frozenset({int, float, bool, type(None)})
 """Metadata values that cannot hold a credential (no redaction walk needed)."""
 _REDACT_MIN_CHARS = 8
 """Outputs shorter than this hold no credential any redaction pattern recognises."""
 
 
-async def run_call(
+def run_call(
     view: ToolView, name: str, raw: RawArguments, ctx: ToolContext, *, locked: bool = False
-) -> ToolResult:
+) -> Coroutine[Any, Any, ToolResult]:
     """Run one tool call through the whole pipeline (module docstring) in ``view``.
 
     Args:
-        view: the calling session's view (or the registry's default view).
+        view: the calling session's view.
         name: the tool name the model asked for.
         raw: the raw argument string exactly as sent, parsed arguments, or ``None``.
         ctx: the call's context, already completed by
@@ -111,106 +104,52 @@ async def run_call(
             for all its calls); the lock is not reentrant.
 
     Returns:
-        The result; never raises for a bad call (cancellation propagates).
+        A coroutine whose value is the result (steps 1-5 have run already); never raises
+        for a bad call (cancellation propagates).
     """
     stages = view.stages
     if stages is not None:  # hooks, tracing or an audit log: see octos_tools.stages
-        return await stages.run(view, name, raw, ctx, locked)
-    registry = view.registry
-    # The fast path: a planned name (allowed, not deferred, typed: see _call_plan), a
-    # context without permission lists, a short ASCII argument string without escapes
-    # (under the size limit, no lone surrogate possible) that validates at once.
-    plan: CallPlan | None
+        return stages.run(view, name, raw, ctx, locked)
+    # A planned name (allowed, not deferred, typed: see _call_plan), a context without
+    # permission lists, a short ASCII argument string without escapes (under the size
+    # limit, no lone surrogate possible) that validates at once: steps 1-5 are decided.
     try:
-        plan = view._plans[name]
+        plan = view.plans[name]
     except KeyError:
         plan = plan_call(view, name)
-    permissions = ctx.permissions
-    tool: Tool | None = None
-    if (
-        plan is not None
-        and type(raw) is str
-        and not permissions.denied_tools
-        and permissions.allowed_tools is None
-        and (size := len(raw)) <= _FAST_JSON_CHARS
-        and size <= registry.max_args_size
-        and raw.isascii()
-        and "\\u" not in raw
-    ):
-        try:
-            args = plan.validate_json(raw)
-        except ValidationError:
-            pass  # the general way says exactly what is wrong (or applies a leniency)
-        else:
-            lifecycle = view.lifecycle
-            lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
-            tool = plan.tool
-            fn = plan.fn
-            run = plan.run
-            if fn is not None or run is not None:
-                # A coroutine that never suspends: no timer (nothing could stop it before
-                # it ends), a free lock taken and released in place, one coroutine frame.
-                lock = view.lock
-                exclusive = tool.concurrency_class is _EXCLUSIVE
-                if not locked:
-                    if exclusive:
-                        if lock._writer or lock._readers or lock._waiting_writers:
-                            await lock.acquire_write()
-                        else:
-                            lock._writer = True
-                    elif lock._writer or lock._waiting_writers:
-                        await lock.acquire_read()
-                    else:
-                        lock._readers += 1
-                token = _set_context(ctx)
-                try:
-                    if fn is not None:
-                        kwargs = args[0] if plan.fields_only else args.__dict__
-                        if plan.context_params:
-                            kwargs = dict(kwargs)
-                            for param in plan.context_params:
-                                kwargs[param] = ctx
-                        value = await fn(**kwargs)
-                        if type(value) is int:  # digits: no credential pattern matches them
-                            output = str(value)
-                            result = ok_result(output, {"result": value})
-                            if (
-                                len(output)
-                                <= (tool.max_output_bytes or registry.max_output_bytes) // 4
-                            ):
-                                return result
-                        else:
-                            result = to_result(value)
-                    elif run is not None:
-                        result = await run(args, ctx)
-                        if not isinstance(result, ToolResult):
-                            result = _not_a_result(tool, result)
-                except Exception as exc:  # noqa: BLE001 - logged by _failure_of
-                    result = _failure_of(tool, exc, _timeout_of(tool, registry.default_timeout))
-                finally:
-                    _reset_context(token)
-                    if not locked:
-                        if exclusive:
-                            lock.release_write()
-                        else:
-                            lock._readers -= 1
-                            if not lock._readers and lock._changed is not None:
-                                lock._notify()
-                return post_process(registry, tool, result)
-    if tool is None:  # the general way: steps 1-6
-        try:
-            tool, args = admit(view, name, raw, ctx)
-        except ToolError as exc:
-            return post_process(registry, tool, ToolResult.from_error(exc))
-        except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
-            logger.exception("call of %r failed before it ran", name)
-            return post_process(registry, tool, _failed_before(name, exc))
-    return post_process(registry, tool, await execute(view, tool, args, ctx, locked=locked))
+    if plan is not None and type(raw) is str:
+        permissions = ctx.permissions
+        if (
+            not permissions.denied_tools
+            and permissions.allowed_tools is None
+            and (size := len(raw)) <= FAST_JSON_CHARS
+            and size <= view.registry.max_args_size
+            and raw.isascii()
+            and "\\u" not in raw
+        ):
+            try:
+                args = plan.validate_json(raw)
+            except ValidationError:
+                pass  # the general way says exactly what is wrong (or applies a leniency)
+            else:
+                return execute(view, plan.tool, args, ctx, locked, plan)
+    try:
+        tool, args = admit(view, name, raw, ctx)
+    except ToolError as exc:
+        return _ready(post_process(view.registry, None, ToolResult.from_error(exc)))
+    except Exception as exc:  # a bug before dispatch (e.g. in validation): never raise
+        logger.exception("call of %r failed before it ran", name)
+        return _ready(post_process(view.registry, None, _failed_before(name, exc)))
+    return execute(view, tool, args, ctx, locked)
+
+
+async def _ready(result: ToolResult) -> ToolResult:
+    return result
 
 
 def admit(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> tuple[Tool, Any]:
-    """Steps 1-6 of a call in ``view``: policy (the registry's verdict, then the context's
-    permissions), deferral, size, lookup, parse and validate, the LRU mark.
+    """Steps 1-5 of a call in ``view``: policy (the registry's verdict, then the context's
+    permissions), deferral, size, lookup, parse and validate.
 
     Returns:
         The tool and its validated arguments (an ``Args`` instance for a typed tool, else
@@ -221,10 +160,7 @@ def admit(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> tup
             ``unknown_tool`` or ``invalid_arguments``.
     """
     registry = view.registry
-    decision = registry._verdicts.get(name)  # cached until the next mutation
-    if decision is None:
-        decision = registry.evaluate(name)
-    if not decision.allowed:
+    if not registry.evaluate(name).allowed:  # cached until the next mutation
         registry.check_policy(name)
     permissions = ctx.permissions
     if (
@@ -236,50 +172,95 @@ def admit(view: ToolView, name: str, raw: RawArguments, ctx: ToolContext) -> tup
             "it). Do not retry it; use another tool.",
             reason="context_permissions",
         )
-    if (name in view._evicted or name in registry._deferred) and view.is_deferred(name):
+    if view.is_deferred(name):
         view.auto_activate(name)
-    tool, args = prepare(registry, name, raw)
-    lifecycle = view.lifecycle
-    lifecycle.last_used[name] = lifecycle.iteration  # usage for the LRU
-    return tool, args
+    return registry.validated_arguments(name, raw)
 
 
 async def execute(
-    view: ToolView, tool: Tool, args: Any, ctx: ToolContext, *, locked: bool = False
+    view: ToolView,
+    tool: Tool,
+    args: Any,
+    ctx: ToolContext,
+    locked: bool = False,
+    plan: CallPlan | None = None,
 ) -> ToolResult:
-    """Steps 7-8 of an admitted call: a spawn-only tool starts in the background (its
-    task-handle envelope is the result), any other runs under ``view``'s lock (unless the
-    caller holds it: ``locked``) and its timeout. Never raises for a bad call; the result
-    is not post-processed (:func:`post_process`)."""
+    """Steps 6-9 of an admitted call, the one path of every call: the LRU mark; a
+    spawn-only tool starts in the background (its task-handle envelope is the result);
+    any other runs under ``view``'s lock (unless the caller holds it: ``locked``): inline
+    when its ``plan`` says it cannot suspend, else under its timeout (an Exclusive call
+    inside the workspace history's checkpoints); then :func:`post_process`. Never raises
+    for a bad call.
+
+    Args:
+        view: the calling session's view.
+        tool: the admitted tool.
+        args: its validated arguments (from :func:`admit`, or from ``plan``'s validator).
+        ctx: the call's context.
+        locked: the caller holds ``view.lock``.
+        plan: the call plan whose validator made ``args``, or ``None``.
+    """
+    lifecycle = view.lifecycle
+    lifecycle.last_used[tool.name] = lifecycle.iteration  # step 6: usage for the LRU
     registry = view.registry
+    lock = view.lock
+    exclusive = tool.concurrency_class is _EXCLUSIVE  # step 8: concurrency.py's rule
+    inline = plan is not None and plan.inline
+    # "hold" is whether this call takes the lock: not when the caller holds it, nor for an
+    # inline call that finds it free (it ends before any other task runs: concurrency.py).
+    hold = not locked and not (inline and lock.free_for(exclusive))
     try:
-        if tool.name in registry._spawn_only:
-            return _spawn(registry, tool, args, ctx)
-        if tool.concurrency_class is _EXCLUSIVE:
-            # the workspace history's checkpoints around a call that may change files
-            run = partial(dispatch, tool, args, ctx, registry.default_timeout)
-            if locked:
-                return await around_call(tool, args, ctx, run)
-            lock = view.lock
-            await lock.acquire_write()
-            try:
-                return await around_call(tool, args, ctx, run)
-            finally:
-                lock.release_write()
-        if locked:
-            return await dispatch(tool, args, ctx, registry.default_timeout)
-        lock = view.lock
-        if not lock.try_acquire_read():
-            await lock.acquire_read()
-        try:
-            return await dispatch(tool, args, ctx, registry.default_timeout)
-        finally:
-            lock.release_read()
+        if plan is None and registry.is_spawn_only(tool.name):  # step 7 (never planned)
+            return post_process(registry, tool, _spawn(registry, tool, args, ctx))
+        if hold and not try_acquire(lock, exclusive):
+            await acquire(lock, exclusive)
     except ToolError as exc:  # from a spawn
-        return ToolResult.from_error(exc)
+        return post_process(registry, tool, ToolResult.from_error(exc))
     except Exception as exc:  # a bug of the pipeline itself: never raise
         logger.exception("call of %r failed before it ran", tool.name)
-        return _failed_before(tool.name, exc)
+        return post_process(registry, tool, _failed_before(tool.name, exc))
+    try:
+        if inline and plan is not None:
+            # Runs inline: a coroutine that never suspends, no timer (nothing could stop
+            # it before it ends), one coroutine frame.
+            token = set_current_context(ctx)
+            try:
+                fn = plan.fn
+                if fn is not None:
+                    kwargs = args[0] if plan.fields_only else args.__dict__
+                    if plan.context_params:
+                        kwargs = dict(kwargs)
+                        for param in plan.context_params:
+                            kwargs[param] = ctx
+                    value = await fn(**kwargs)
+                    if type(value) is int:  # digits: no credential pattern matches them
+                        output = str(value)
+                        result = ok_result(output, {"result": value})
+                        if len(output) <= (tool.max_output_bytes or registry.max_output_bytes) // 4:
+                            return result
+                    else:
+                        result = to_result(value)
+                else:
+                    result = await plan.run(args, ctx)  # type: ignore[misc]
+                    if not isinstance(result, ToolResult):
+                        result = not_a_result(tool, result)
+            except Exception as exc:  # noqa: BLE001 - logged by failure_of
+                result = failure_of(tool, exc, timeout_of(tool, registry.default_timeout))
+            finally:
+                reset_current_context(token)
+        elif exclusive:
+            # the workspace history's checkpoints around a call that may change files
+            run = partial(dispatch, tool, args, ctx, registry.default_timeout)
+            result = await around_call(tool, args, ctx, run)
+        else:
+            result = await dispatch(tool, args, ctx, registry.default_timeout)
+    except Exception as exc:  # a bug of the pipeline itself: never raise
+        logger.exception("call of %r failed", tool.name)
+        result = _failed_before(tool.name, exc)
+    finally:
+        if hold:
+            release(lock, exclusive)
+    return post_process(registry, tool, result)  # step 9
 
 
 def _failed_before(name: str, exc: Exception) -> ToolResult:
@@ -289,188 +270,16 @@ def _failed_before(name: str, exc: Exception) -> ToolResult:
     )
 
 
-# ---------------------------------------------------------------------- arguments
-
-
 def prepare(registry: ToolRegistry, name: str, raw: RawArguments) -> tuple[Tool, Any]:
-    """Size check, lookup, parse and validate (steps 3-5): the tool and its arguments, an
-    ``Args`` instance for a typed tool, else a ``dict``.
+    """Steps 3-5 (:meth:`ToolRegistry.validated_arguments
+    <octos_tools.registry.ToolRegistry.validated_arguments>`, kept here for callers of
+    round 4).
 
     Raises:
         ToolError: ``args_too_large``, ``invalid_json``, ``unknown_tool`` or
             ``invalid_arguments``.
     """
-    limit = registry.max_args_size
-    tool = registry._tools.get(name)
-    if tool is None:
-        parse_arguments(raw, tool_name=name, limit=limit)  # a bad argument string first
-        raise _unknown_tool(registry, name)
-    model = cached_model(registry, name, tool)
-    if model is not None:
-        return tool, _typed_arguments(model, name, raw, limit)
-    parsed = parse_arguments(raw, tool_name=name, limit=limit)
-    if tool.validate_arguments:
-        try:
-            validator = registry.validator_of(tool)
-        except Exception as exc:  # noqa: BLE001 - jsonschema.SchemaError: the tool's fault
-            raise ToolError(ErrorKind.INTERNAL_ERROR, str(getattr(exc, "message", exc))) from None
-        parsed = validate_arguments(parsed, tool.input_schema, tool_name=name, validator=validator)
-    return tool, parsed
-
-
-def _typed_arguments(model: type[ToolArgs], name: str, raw: RawArguments, limit: int) -> ToolArgs:
-    if type(raw) is str and len(raw) <= _FAST_JSON_CHARS and raw.isascii() and "\\u" not in raw:
-        # ASCII without escapes: no lone surrogate, no integer Python refuses; under the
-        # limit unless the limit itself is tiny. Straight from JSON into the model.
-        if len(raw) <= limit:
-            try:  # model_validate_json without its Python wrapper
-                return model.__pydantic_validator__.validate_json(raw)  # type: ignore[no-any-return]
-            except ValidationError:
-                pass  # the rules below say exactly what is wrong (or apply a leniency)
-    parsed = parse_arguments(raw, tool_name=name, limit=limit)
-    return validate_arguments_of(model, parsed, name)
-
-
-def _unknown_tool(registry: ToolRegistry, name: str) -> ToolError:
-    pool = [n for n in registry._tools if registry.evaluate(n).allowed]
-    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    if not close and pool:
-        hint = f" Available tools: {', '.join(pool[:20])}{'…' if len(pool) > 20 else ''}."
-    return ToolError(ErrorKind.UNKNOWN_TOOL, f"unknown tool {name!r}.{hint}", suggestions=close)
-
-
-# ---------------------------------------------------------------------- dispatch
-
-
-@types.coroutine
-def _finish(coro: Any, pending: Any) -> Generator[Any, Any, Any]:
-    """Drive an already-started coroutine to its end (what ``yield from`` does)."""
-    while True:
-        try:
-            sent = yield pending
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # noqa: BLE001 - cancellation goes to the tool
-            try:
-                pending = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                pending = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-
-
-async def _finish_with_timeout(coro: Any, pending: Any, timeout: float | None) -> Any:
-    """Finish a coroutine whose first step yielded ``pending``, with at most one timeout
-    (seconds; ``None``: none).
-
-    On asyncio one ``loop.call_at`` timer cancels the task at the deadline and the
-    cancellation is turned into :class:`TimeoutError` (what :func:`asyncio.timeout` does,
-    without a cancel scope on anyio's stack, so the tool's own scopes, entered during its
-    first step, nest as written).
-
-    Raises:
-        TimeoutError: at the deadline.
-    """
-    if timeout is None:
-        return await _finish(coro, pending)
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task(loop)
-    assert task is not None
-    expired = False
-
-    def expire() -> None:
-        nonlocal expired
-        expired = True
-        task.cancel()
-
-    handle = loop.call_at(loop.time() + timeout, expire)
-    try:
-        result = await _finish(coro, pending)
-    except asyncio.CancelledError:
-        if expired and task.uncancel() == 0:
-            raise TimeoutError from None
-        raise
-    finally:
-        handle.cancel()
-    if expired:  # the tool swallowed the cancellation and finished anyway
-        task.uncancel()
-    return result
-
-
-async def dispatch(tool: Tool, args: Any, ctx: ToolContext, default_timeout: float) -> ToolResult:
-    """Run ``tool`` with validated ``args`` (an ``Args`` instance for a typed tool, else a
-    ``dict``) under its timeout, with ``ctx`` as :func:`~octos_tools.context.current_context`.
-
-    The timeout (seconds) is the tool's own, else ``default_timeout``; none for a tool that
-    waits for a person. A :class:`~octos_tools.errors.ToolError` becomes its typed failure,
-    a timeout ``timeout``, any other exception ``internal_error``; cancellation propagates.
-    """
-    timeout = _timeout_of(tool, default_timeout)
-    token = _set_context(ctx)
-    try:
-        if type(args) is dict:  # a JSON-schema tool (or one validating by itself)
-            coro = tool.execute_with_context(ctx, args)
-        else:  # an Args instance of a typed tool
-            coro = tool.run(args, ctx)  # type: ignore[attr-defined]
-        send = coro.send if type(coro) is types.CoroutineType else None
-        if send is None or (timeout is not None and _get_running_loop() is None):
-            if timeout is None:
-                result = await coro
-            else:
-                with anyio.fail_after(timeout):
-                    result = await coro
-        else:
-            # Run the first step at once: a tool that finishes without waiting (most
-            # calls of a fast tool) needs no timer at all.
-            try:
-                pending = send(None)
-            except StopIteration as stop:
-                result = stop.value
-            else:
-                result = await _finish_with_timeout(coro, pending, timeout)
-    except Exception as exc:  # noqa: BLE001 - logged by _failure_of; cancellation propagates
-        return _failure_of(tool, exc, timeout)
-    finally:
-        _reset_context(token)
-    if not isinstance(result, ToolResult):
-        return _not_a_result(tool, result)
-    return result
-
-
-def _timeout_of(tool: Tool, default_timeout: float) -> float | None:
-    """The call's timeout in seconds: the tool's own, else the default; none for a tool
-    that waits for a person."""
-    return None if tool.blocks_on_human_input else (tool.timeout or default_timeout)
-
-
-def _failure_of(tool: Tool, exc: Exception, timeout: float | None) -> ToolResult:
-    """The failed result of a tool that raised ``exc``: a :class:`ToolError` its typed
-    failure, a :class:`TimeoutError` (under a ``timeout``) ``timeout``, anything else
-    ``internal_error`` (logged)."""
-    if isinstance(exc, ToolError):
-        return ToolResult.from_error(exc)
-    if isinstance(exc, TimeoutError) and timeout is not None:
-        return ToolResult.failure(
-            ErrorKind.TIMEOUT,
-            f"tool {tool.name!r} did not finish within {timeout:g} s and was stopped",
-        )
-    logger.error("tool %r raised", tool.name, exc_info=exc)
-    return ToolResult.failure(
-        ErrorKind.INTERNAL_ERROR,
-        f"tool {tool.name!r} failed with an internal error: {type(exc).__name__}: {exc}",
-    )
-
-
-def _not_a_result(tool: Tool, value: object) -> ToolResult:
-    return ToolResult.failure(
-        ErrorKind.INTERNAL_ERROR,
-        f"tool {tool.name!r} returned {type(value).__name__}, not a ToolResult",
-    )
+    return registry.validated_arguments(name, raw)
 
 
 # ---------------------------------------------------------------------- spawn-only

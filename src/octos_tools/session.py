@@ -1,10 +1,11 @@
 """Host sessions: :class:`ToolSession`, the one way a host runs tool calls.
 
-A session owns its own activation / deferral / LRU state (a
-:class:`~octos_tools.registry.ToolView`) over one shared
-:class:`~octos_tools.registry.ToolRegistry` of tools and policies: one session per agent
-loop, per ``octos-tools call``, per MCP connection (each stdio connection, each HTTP
-session). What one session activates, evicts or hides never changes another's tools.
+A session is the only per-session object: it owns its activation / deferral / LRU state
+(a :class:`~octos_tools.view.ToolView`) over one shared
+:class:`~octos_tools.registry.ToolRegistry` store of tools and policies: one session per
+agent loop, per ``octos-tools call``, per MCP connection (each stdio connection, each HTTP
+session), and the registry's default session behind its conveniences. What one session
+activates, evicts or hides never changes another's tools.
 
 Placement of the LRU housekeeping (octos ``ToolLifecycle``): *before* each model request,
 not after tool calls: ``tick``, then evict, then the specs, so evictions shape the next
@@ -27,6 +28,7 @@ concurrent :meth:`ToolSession.call` s).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +39,11 @@ from .lifecycle import ToolLifecycle
 from .pipeline import run_call
 from .policy import PolicyDecision
 from .tool import Tool, ToolResult, ToolSpec
+from .view import ToolView
 
 if TYPE_CHECKING:
-    from .hooks import Hook, HookCallback
-    from .registry import CatalogEntry, ToolRegistry, ToolView
+    from .hooks import Hook, HookCallback, HookSet
+    from .registry import CatalogEntry, ToolRegistry
     from .tasks import TaskSupervisor
 
 __all__ = ["SPEC_WARNING_THRESHOLD", "ToolSession"]
@@ -69,10 +72,13 @@ class ToolSession:
             registry: the host closes it once, after the last session.
         lifecycle: this session's LRU state; default a copy of the registry's settings
             and base tools with fresh counters.
+        session_id: a stable id of this session for hooks (``session_id``) and the audit
+            log (``session``): the MCP session id under ``serve`` over HTTP; default the
+            context's ``session_key``, else 32 random hex digits.
 
     Attributes:
         registry: the shared registry.
-        view: this session's :class:`~octos_tools.registry.ToolView`.
+        view: this session's :class:`~octos_tools.view.ToolView`.
         ctx: the base context.
         evict: whether :meth:`before_model_request` evicts.
         requests: how many times :meth:`before_model_request` ran.
@@ -98,11 +104,19 @@ class ToolSession:
         evict: bool = True,
         owns_registry: bool = False,
         lifecycle: ToolLifecycle | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.registry = registry
-        self.view: ToolView = registry.attach_view(lifecycle, owner=self)
+        self.view = ToolView(
+            registry,
+            lifecycle if lifecycle is not None else registry.lifecycle.copy_settings(),
+            owner=self,
+        )
         self.view.on_change = self._fire
+        registry.attach_view(self.view)
         self.ctx = registry.context_for(ctx, self)
+        self._session_id = session_id
+        self._random_id = uuid.uuid4().hex
         self.evict = evict
         self.owns_registry = owns_registry
         self.requests = 0
@@ -112,6 +126,13 @@ class ToolSession:
         self._last_specs: list[ToolSpec] | None = None
         self._last_view: tuple[tuple[str, str], ...] | None = None
         self._closed = False
+
+    @property
+    def session_id(self) -> str:
+        """The stable id of this session: the ``session_id`` it was made with (the MCP
+        session id under ``serve`` over HTTP), else its context's ``session_key``, else 32
+        random hex digits drawn when the session was made."""
+        return self._session_id or self.ctx.session_key or self._random_id
 
     # ------------------------------------------------------------------ model turns
 
@@ -296,6 +317,13 @@ class ToolSession:
 
     # ------------------------------------------------------------------ hooks
 
+    @property
+    def hooks(self) -> HookSet:
+        """This session's own hooks (a :class:`~octos_tools.hooks.HookSet`), run after the
+        registry's (:attr:`ToolRegistry.hooks <octos_tools.registry.ToolRegistry.hooks>`)
+        around this session's calls only."""
+        return self.view.hooks
+
     def add_hook(
         self,
         event: str,
@@ -304,29 +332,17 @@ class ToolSession:
         matcher: str = "",
         fail_closed: bool = False,
     ) -> Hook:
-        """Run ``callback`` around this session's matching calls only (after the
-        registry's hooks; arguments as :meth:`ToolRegistry.add_hook
-        <octos_tools.registry.ToolRegistry.add_hook>`).
+        """``session.hooks.add(...)`` (:meth:`HookSet.add <octos_tools.hooks.HookSet.add>`):
+        ``callback`` around this session's matching calls only, after the registry's.
 
         Raises:
             ValueError: for an unknown event or an invalid matcher.
         """
-        from .hooks import Hook
-
-        hook = Hook(event, callback, matcher, fail_closed)
-        view = self.view
-        view.hooks = (*view.hooks, hook)
-        view.refresh_stages()
-        return hook
+        return self.view.hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
 
     def remove_hook(self, hook: Hook) -> bool:
-        """Undo :meth:`add_hook`; ``False`` if ``hook`` is not one of this session's."""
-        view = self.view
-        if hook not in view.hooks:
-            return False
-        view.hooks = tuple(h for h in view.hooks if h is not hook)
-        view.refresh_stages()
-        return True
+        """``session.hooks.remove(hook)``: ``False`` if ``hook`` is not this session's."""
+        return self.view.hooks.remove(hook)
 
     # ------------------------------------------------------------------ listeners
 

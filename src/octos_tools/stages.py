@@ -4,9 +4,9 @@ With none configured a view's ``stages`` is ``None`` and :func:`octos_tools.pipe
 takes its usual path (one attribute test per call). With any configured, a call runs here::
 
     span start (tracing)
-      steps 1-6: policy, deferral, size, lookup, validation, LRU   (pipeline.admit)
+      steps 1-5: policy, deferral, size, lookup, validation        (pipeline.admit)
       PreToolUse hooks: deny / ask / allow / rewrite (validated again)
-      steps 7-9: spawn or dispatch under the lock, cap, redaction  (pipeline.execute)
+      steps 6-9: LRU, spawn or dispatch under the lock, cap, redaction (pipeline.execute)
       PostToolUse / PostToolUseFailure hooks: observe, add context
     span end; one audit line
 
@@ -37,13 +37,13 @@ from .context import ApprovalRequest, ToolContext
 from .errors import ErrorKind, ToolError
 from .hooks import Hook, HookError, HookInput, HookOutput
 from .output import redact_secrets
-from .pipeline import RawArguments, admit, execute, post_process, prepare
+from .pipeline import RawArguments, admit, execute, post_process
 from .tool import Tool, ToolResult
 
 if TYPE_CHECKING:
     from .audit import AuditLog
-    from .registry import ToolView
     from .tracing import Tracing
+    from .view import ToolView
 
 __all__ = ["CallStages", "build_stages"]
 
@@ -104,7 +104,7 @@ class CallStages:
                 audit.record(
                     tool=name,
                     call_id=ctx.tool_call_id,
-                    session=ctx.session_key or "",
+                    session=_session_id(ctx),
                     decisions=decisions,
                     outcome=outcome,
                     duration_ms=(time.perf_counter() - started) * 1000,
@@ -140,7 +140,7 @@ class CallStages:
             refused, args = await self._before(view, tool, args, ctx, pre, decisions, added)
             if refused is not None:
                 return post_process(registry, tool, refused)
-        result = post_process(registry, tool, await execute(view, tool, args, ctx, locked=locked))
+        result = await execute(view, tool, args, ctx, locked)
         post = [
             h
             for h in self.post
@@ -196,7 +196,7 @@ class CallStages:
             return _hook_denied(tool.name, reason), args
         if updated is not None:
             try:
-                _, args = prepare(view.registry, tool.name, updated)
+                _, args = view.registry.validated_arguments(tool.name, updated)
             except ToolError as exc:  # the rewrite is invalid: the call does not run
                 return ToolResult.from_error(
                     ToolError(
@@ -292,6 +292,16 @@ def _action_text(name: str, tool_input: dict[str, Any]) -> str:
     return f"{name} {json.dumps(tool_input, ensure_ascii=False, default=str)[:2000]}"
 
 
+def _session_id(ctx: ToolContext) -> str:
+    """The call's session for hooks and the audit log: its
+    :attr:`ToolSession.session_id <octos_tools.session.ToolSession.session_id>` (the MCP
+    session id under ``serve`` over HTTP), else the context's ``session_key``."""
+    session = ctx.session
+    if session is not None:
+        return session.session_id
+    return ctx.session_key or ""
+
+
 def _event(ctx: ToolContext, event: str, name: str, tool_input: dict[str, Any]) -> HookInput:
     ws = ctx.workspace
     cwd = str(ws.root) if ws is not None else os.getcwd()
@@ -300,7 +310,7 @@ def _event(ctx: ToolContext, event: str, name: str, tool_input: dict[str, Any]) 
         tool_name=name,
         tool_input=tool_input,
         tool_use_id=ctx.tool_call_id,
-        session_id=ctx.session_key or "",
+        session_id=_session_id(ctx),
         cwd=cwd,
     )
 

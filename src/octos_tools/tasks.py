@@ -21,7 +21,10 @@ from typing import Any
 
 from .tool import ToolResult
 
-__all__ = ["TaskRecord", "TaskStatus", "TaskSupervisor"]
+__all__ = ["SPAWN_ONLY_READ_MODES", "TaskRecord", "TaskStatus", "TaskSupervisor"]
+
+SPAWN_ONLY_READ_MODES = ("head", "tail", "grep", "line_range", "file")
+"""The ``read_task_output`` modes a spawn-only envelope advertises."""
 
 
 class TaskStatus(StrEnum):

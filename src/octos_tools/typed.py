@@ -36,24 +36,23 @@ validation fails (the common call pays nothing for them). Validation errors beco
 up to five problems, missing required fields first, saying what was sent (``got null``,
 ``got a string``, ...).
 
-Use :func:`validate_json_arguments` / :func:`validate_arguments_of` (or
-:meth:`TypedTool.parse_args`) to apply the rules; ``Args.model_validate`` alone is plain
-strict pydantic.
+The rules themselves live in :mod:`octos_tools.arguments`, the one module that parses,
+relaxes and validates arguments for typed and JSON-schema tools alike;
+:func:`validate_json_arguments` / :func:`validate_arguments_of` (or
+:meth:`TypedTool.parse_args`) apply them and are re-exported here.
+``Args.model_validate`` alone is plain strict pydantic.
 """
 
 from __future__ import annotations
 
-import json
 import typing
-from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from ._lean_schema import lean_schema
-from .arguments import apply_leniencies, describe_value, join_problems
+from .arguments import format_validation_error, validate_arguments_of, validate_json_arguments
 from .context import ToolContext, current_context
-from .errors import ArgumentError
 from .tool import JSONObject, Tool, ToolResult
 
 __all__ = [
@@ -61,11 +60,10 @@ __all__ = [
     "TypedTool",
     "format_validation_error",
     "json_schema_of",
+    "typed_model",
     "validate_arguments_of",
     "validate_json_arguments",
 ]
-
-ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 class ToolArgs(BaseModel):
@@ -102,85 +100,6 @@ def json_schema_of(model: type[BaseModel]) -> JSONObject:
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False
     return schema
-
-
-_LENIENCY_SCHEMAS: dict[type[BaseModel], JSONObject] = {}
-
-
-def _leniency_schema(model: type[BaseModel]) -> JSONObject:
-    schema = _LENIENCY_SCHEMAS.get(model)
-    if schema is None:
-        schema = _LENIENCY_SCHEMAS[model] = model.model_json_schema()
-    return schema
-
-
-def validate_json_arguments(model: type[ArgsT], text: str | bytes, tool_name: str) -> ArgsT:
-    """Validate a call's JSON argument text into ``model`` with the argument rules.
-
-    ``text`` must be a JSON object already checked for size (the pipeline checks the raw
-    bytes first); invalid JSON is reported as ``invalid_arguments`` here, so callers with
-    unchecked text should use :func:`octos_tools.arguments.parse_arguments` first.
-
-    Raises:
-        ArgumentError: ``invalid_arguments`` listing up to five problems.
-    """
-    try:
-        return model.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise format_validation_error(first, tool_name) from None
-    if isinstance(data, dict):
-        fixed = apply_leniencies(data, _leniency_schema(model))
-        if fixed is not data:
-            try:
-                return model.model_validate_json(json.dumps(fixed, ensure_ascii=False))
-            except ValidationError as exc:
-                raise format_validation_error(exc, tool_name) from None
-    raise format_validation_error(first, tool_name) from None
-
-
-def validate_arguments_of(model: type[ArgsT], args: Mapping[str, Any], tool_name: str) -> ArgsT:
-    """Validate parsed ``args`` (JSON values) into ``model`` with the argument rules, the
-    same way as their JSON text (see the module docstring).
-
-    Raises:
-        ArgumentError: ``invalid_arguments`` listing up to five problems, or naming a value
-            JSON cannot carry.
-    """
-    from .arguments import check_json_values
-
-    check_json_values(args, tool_name)
-    return validate_json_arguments(model, json.dumps(args, ensure_ascii=False), tool_name)
-
-
-def format_validation_error(exc: ValidationError, tool_name: str) -> ArgumentError:
-    """An ``invalid_arguments`` :class:`ArgumentError` listing up to five problems of
-    ``exc``, missing required fields first; ``details["field"]`` names the first one."""
-    errors = exc.errors(include_url=False)
-    order = {"missing": 0, "extra_forbidden": 2}
-    errors.sort(key=lambda e: order.get(e["type"], 1))
-    problems: list[tuple[str, str | None]] = []
-    for err in errors:
-        where = ".".join(str(p) for p in err["loc"])
-        kind = err["type"]
-        if kind == "missing":
-            problems.append((f"missing required field {where!r}", where or None))
-        elif kind == "extra_forbidden":
-            problems.append((f"unknown field {where!r}", where or None))
-        elif kind in ("json_invalid", "json_type"):
-            problems.append((f"the arguments are not a JSON object: {err['msg']}", None))
-        else:
-            msg = err["msg"]
-            problems.append(
-                (
-                    f"field {where or '(arguments)'!r}: {msg}, {describe_value(err.get('input'))}",
-                    where or None,
-                )
-            )
-    return join_problems(tool_name, problems)
 
 
 class _SchemaOfArgs:
@@ -236,3 +155,15 @@ class TypedTool(Tool):
     async def execute(self, args: JSONObject) -> ToolResult:
         """:meth:`execute_with_context` with :func:`~octos_tools.context.current_context`."""
         return await self.execute_with_context(current_context(), args)
+
+
+def typed_model(tool: Tool) -> type[ToolArgs] | None:
+    """The ``Args`` model the pipeline validates ``tool``'s arguments into, or ``None`` for
+    a JSON-schema tool (or a typed tool that overrides ``execute_with_context`` and so
+    validates by itself)."""
+    if not isinstance(tool, TypedTool):
+        return None
+    model = tool.Args
+    if model is ToolArgs or type(tool).execute_with_context is not TypedTool.execute_with_context:
+        return None
+    return model

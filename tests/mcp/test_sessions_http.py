@@ -170,3 +170,28 @@ async def test_a_stateless_select_says_call_by_name_and_never_claims_a_load(
         text = found.content[0]
         assert isinstance(text, types.TextContent) and "Loaded" in text.text
         assert "web_fetch" in _names(await legacy.list_tools())
+
+
+async def test_the_audit_log_names_each_http_session(
+    served: tuple[OctosMcpServer, str, Path], tmp_path: Path
+) -> None:
+    import json
+
+    from octos_tools.audit import AuditLog
+
+    server, url, _ws = served
+    log = tmp_path / "audit.jsonl"
+    server.registry.set_audit(AuditLog(log))
+    async with (
+        Client(transport(url, TOKEN), mode="legacy") as a,
+        Client(transport(url, TOKEN), mode="legacy") as b,
+    ):
+        for client in (a, b, a):
+            done = await client.call_tool("list_dir", {"path": "."})
+            assert not done.is_error
+        live = {s.tools.session_id for s in server.sessions.live}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    sessions = [line["session"] for line in lines]
+    assert len(sessions) == 3 and all(sessions)  # never empty under serve
+    assert sessions[0] == sessions[2] != sessions[1]  # stable per session, one per client
+    assert set(sessions) == live  # the MCP session ids (Mcp-Session-Id)

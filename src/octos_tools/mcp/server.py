@@ -236,6 +236,7 @@ class OctosMcpServer:
             session = self.sessions.open(
                 push=connection.send_tool_list_changed,
                 elicitation=supports_elicitation(connection.client_capabilities),
+                session_id=connection.session_id,
             )
             connection.state[_SESSION_KEY] = session
             connection.exit_stack.push_async_callback(self.sessions.close, session)

@@ -173,6 +173,7 @@ class McpSessions:
         push: Callable[[], Awaitable[None]] | None = None,
         elicitation: bool = False,
         keep: bool = True,
+        session_id: str | None = None,
     ) -> McpSession:
         """A new session view.
 
@@ -181,9 +182,12 @@ class McpSessions:
             elicitation: the client can be asked questions (form-mode elicitation).
             keep: follow it for ``list_changed`` until :meth:`close` (``False`` for a
                 stateless request's throwaway view, closed after the request).
+            session_id: the MCP session id (``Mcp-Session-Id``), or ``None`` (stdio, a
+                stateless request): the :class:`~octos_tools.session.ToolSession` makes
+                one. Hooks and the audit log name the session by it.
         """
         ctx = replace(self.base_ctx, state={})
-        tools = ToolSession(self.registry, ctx, evict=self.evict)
+        tools = ToolSession(self.registry, ctx, evict=self.evict, session_id=session_id)
         tools.list_persists = keep
         hidden = set(self.always_hidden)
         if not elicitation:

@@ -1,11 +1,14 @@
-"""The :class:`ToolRegistry`: tools, policies, groups and the configured defaults shared by
-every session.
+"""The :class:`ToolRegistry`: the store of tools, validators, policies and their verdicts,
+groups, the configured deferral, spawn-only markers and listeners, shared by every session.
 
 Visible tools = registered − deferred − policy − context filter. What one host session
-changes by itself (activation, LRU eviction, hidden tools) lives in a per-session
-:class:`~octos_tools.registry._view.ToolView`; the registry's own :meth:`specs`,
-:meth:`activate`, :meth:`execute`, ... act on its *default view*, for library users and
-single-session hosts. Calls run through the one pipeline of :mod:`octos_tools.pipeline`.
+changes by itself (activation, LRU eviction, hidden tools) lives in its
+:class:`~octos_tools.session.ToolSession` and that session's
+:class:`~octos_tools.view.ToolView`. The registry holds no per-session state: its
+conveniences :meth:`execute`, :meth:`specs`, :meth:`activate`, ... act on a *default
+session* (:attr:`default_session`, made on first use), for library users and
+single-session hosts. Calls run through the one pipeline of :mod:`octos_tools.pipeline`,
+which sits above the registry and uses its public methods only.
 """
 
 from __future__ import annotations
@@ -18,25 +21,33 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._listeners import Listeners
-from ..arguments import MAX_ARGS_SIZE
+from ..arguments import (
+    MAX_ARGS_SIZE,
+    RawArguments,
+    parse_arguments,
+    typed_call_arguments,
+    validate_arguments,
+)
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
+from ..hooks import HookSet
 from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
-from ..pipeline import run_call
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
 from ..tasks import TaskSupervisor
 from ..tool import ConcurrencyClass, Tool, ToolResult, ToolSpec
+from ..typed import ToolArgs, typed_model
 from ._catalog import CatalogEntry
 from ._verdicts import ALLOWED, hard_verdict, registry_verdict
-from ._view import ToolView
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
     from ..audit import AuditLog
     from ..hooks import Hook, HookCallback
+    from ..session import ToolSession
     from ..tracing import Tracing
+    from ..view import ToolView
     from ..workspace import Workspace
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "ToolRegistry"]
@@ -58,7 +69,7 @@ class ToolRegistry:
     Args:
         workspace: the workspace cwd-bound tools are bound to (kept for hosts and
             :meth:`rebind_cwd`), or ``None``.
-        lifecycle: the LRU settings (and the default view's counters); a default
+        lifecycle: the LRU settings (and the default session's counters); a default
             :class:`~octos_tools.lifecycle.ToolLifecycle` (15 active, idle 5) when ``None``.
             Each :class:`~octos_tools.session.ToolSession` gets a copy of its settings.
         max_args_size: the argument limit in bytes (default 1 MiB).
@@ -121,18 +132,15 @@ class ToolRegistry:
         # name -> Tool.unavailable_reason() (None: it can work), dropped at every mutation
         self._unavailable: dict[str, str | None] = {}
         # name -> (tool, its typed Args model or None): what the pipeline validates into
-        self._models: dict[str, tuple[Tool, Any]] = {}
+        self._models: dict[str, tuple[Tool, type[ToolArgs] | None]] = {}
         self._version = 0
-        self._hooks: tuple[Hook, ...] = ()
         self._tracing: Tracing | None = None
         self._audit: AuditLog | None = None
         self._listeners: Listeners[ToolRegistry] = Listeners(logger, "registry listener")
-        self._view = ToolView(
-            self, lifecycle if lifecycle is not None else ToolLifecycle(), owner=self
-        )
-        self._view.on_change = self._fire
+        self._lifecycle = lifecycle if lifecycle is not None else ToolLifecycle()
         self._session_views: weakref.WeakSet[ToolView] = weakref.WeakSet()
-        self._base_ctx: ToolContext | None = None
+        self._default_session: ToolSession | None = None
+        self._hooks = HookSet(self._stages_changed)
 
     # ------------------------------------------------------------------ registration
 
@@ -203,6 +211,63 @@ class ToolRegistry:
                 ) from exc
             cached = self._validators[tool.name] = (tool.input_schema, validator)
         return cached[1]
+
+    def args_model(self, tool: Tool) -> type[ToolArgs] | None:
+        """The ``Args`` model the pipeline validates ``tool``'s arguments into
+        (:func:`~octos_tools.typed.typed_model`), or ``None`` for a JSON-schema tool;
+        kept per name until the name is registered again."""
+        cached = self._models.get(tool.name)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        model = typed_model(tool)
+        self._models[tool.name] = (tool, model)
+        return model
+
+    def validated_arguments(self, name: str, raw: RawArguments) -> tuple[Tool, Any]:
+        """Steps 3-5 of a call: size, lookup, parse and validate (the rules of
+        :mod:`octos_tools.arguments`, one module for typed and JSON-schema tools).
+
+        Returns:
+            The tool and its arguments: an ``Args`` instance for a typed tool, else a
+            ``dict``.
+
+        Raises:
+            ToolError: ``args_too_large``, ``invalid_json``, ``unknown_tool`` (naming the
+                closest allowed names) or ``invalid_arguments``; ``internal_error`` for a
+                tool whose schema is not valid JSON Schema.
+        """
+        limit = self.max_args_size
+        tool = self._tools.get(name)
+        if tool is None:
+            parse_arguments(raw, tool_name=name, limit=limit)  # a bad argument string first
+            raise self.unknown_tool_error(name)
+        model = self.args_model(tool)
+        if model is not None:
+            return tool, typed_call_arguments(model, name, raw, limit)
+        parsed = parse_arguments(raw, tool_name=name, limit=limit)
+        if tool.validate_arguments:
+            try:
+                validator = self.validator_of(tool)
+            except Exception as exc:  # noqa: BLE001 - jsonschema.SchemaError: the tool's fault
+                raise ToolError(
+                    ErrorKind.INTERNAL_ERROR, str(getattr(exc, "message", exc))
+                ) from None
+            parsed = validate_arguments(
+                parsed, tool.input_schema, tool_name=name, validator=validator
+            )
+        return tool, parsed
+
+    def unknown_tool_error(self, name: str) -> ToolError:
+        """The ``unknown_tool`` error for ``name``, naming the closest allowed names (or,
+        when none is close, the first 20 allowed ones)."""
+        import difflib
+
+        pool = [n for n in self._tools if self.evaluate(n).allowed]
+        close = difflib.get_close_matches(name, pool, n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        if not close and pool:
+            hint = f" Available tools: {', '.join(pool[:20])}{'…' if len(pool) > 20 else ''}."
+        return ToolError(ErrorKind.UNKNOWN_TOOL, f"unknown tool {name!r}.{hint}", suggestions=close)
 
     def unregister(self, name: str) -> bool:
         """Remove a tool; ``False`` if it was not registered."""
@@ -291,14 +356,21 @@ class ToolRegistry:
     # ------------------------------------------------------------------ change tracking
 
     @property
+    def revision(self) -> int:
+        """A number that changes on every mutation of the store (registration, policy,
+        group, deferral, spawn-only marker): what views key their caches by."""
+        return self._version
+
+    @property
     def version(self) -> int:
         """A number that changes on every mutation of the registry and every change of its
-        default view (catalog and spec cache key)."""
-        return self._version + self._view.version
+        default session (catalog and spec cache key)."""
+        default = self._default_session
+        return self._version + (default.view.version if default is not None else 0)
 
     def add_listener(self, callback: Callable[[ToolRegistry], None]) -> None:
         """Call ``callback(registry)`` after every mutation of the registry or change of its
-        default view. A session's own activations do not call it: use
+        default session. Another session's own activations do not call it: use
         :meth:`~octos_tools.session.ToolSession.add_listener` for those."""
         self._listeners.add(callback)
 
@@ -313,35 +385,45 @@ class ToolRegistry:
         self._version += 1
         self._verdicts.clear()
         self._unavailable.clear()
-        self._view._plans.clear()  # session views drop theirs in view._changed() below
         self._group_of.clear()
-        self._fire()
+        if self._default_session is None:
+            self._fire()  # else the default session's view tells the listeners, once
         for view in list(self._session_views):
-            view._changed()
+            view.registry_changed()
 
-    def attach_view(self, lifecycle: ToolLifecycle | None = None, *, owner: Any) -> ToolView:
-        """A new per-session view over this registry (used by
-        :class:`~octos_tools.session.ToolSession`): a copy of the LRU settings and base
-        tools, fresh counters, the configured deferred set. The registry tells the view of
-        every mutation while the view is alive (held weakly)."""
-        view = ToolView(
-            self,
-            lifecycle if lifecycle is not None else self._view.lifecycle.copy_settings(),
-            owner=owner,
-        )
+    def attach_view(self, view: ToolView) -> None:
+        """Tell ``view`` (a :class:`~octos_tools.session.ToolSession`'s) of every mutation
+        (:meth:`ToolView.registry_changed <octos_tools.view.ToolView.registry_changed>`)
+        and stage change while it is alive (held weakly); its stages are set now."""
         self._session_views.add(view)
         view.refresh_stages()
-        return view
 
     def detach_view(self, view: ToolView) -> None:
         """Stop telling ``view`` of mutations (a closed session)."""
         self._session_views.discard(view)
 
     @property
+    def default_session(self) -> ToolSession:
+        """The session the registry's conveniences (:meth:`execute`, :meth:`specs`,
+        :meth:`activate`, ...) act on, made on first use: it shares the registry's
+        :attr:`lifecycle` and tells the registry's listeners of its changes. Hosts with
+        sessions of their own never need it."""
+        session = self._default_session
+        if session is None:
+            from ..session import ToolSession  # the one upward edge: the conveniences
+
+            session = ToolSession(self, lifecycle=self._lifecycle)
+            session.add_listener(self._default_session_changed)
+            self._default_session = session
+        return session
+
+    def _default_session_changed(self, session: ToolSession) -> None:
+        self._fire()
+
+    @property
     def default_view(self) -> ToolView:
-        """The view the registry's own :meth:`specs`, :meth:`activate`, :meth:`execute`
-        use."""
-        return self._view
+        """The view of :attr:`default_session`."""
+        return self.default_session.view
 
     def _prune_markers(self) -> None:
         self._deferred &= set(self._tools)
@@ -358,41 +440,23 @@ class ToolRegistry:
         matcher: str = "",
         fail_closed: bool = False,
     ) -> Hook:
-        """Run ``callback`` around every matching call of every session (see
-        :mod:`octos_tools.hooks`).
-
-        Args:
-            event: ``"PreToolUse"``, ``"PostToolUse"`` or ``"PostToolUseFailure"``.
-            callback: ``await callback(HookInput) -> HookOutput | None`` (a
-                :class:`~octos_tools.hooks.CommandHook` for a command).
-            matcher: tool names (``"read_file|write_file"``), a regular expression, or
-                ``""`` / ``"*"`` for all.
-            fail_closed: a failure of the hook refuses the call instead of being ignored.
+        """Run ``callback`` around every matching call of every session: a convenience for
+        ``registry.hooks.add(...)`` (:meth:`HookSet.add <octos_tools.hooks.HookSet.add>`,
+        arguments and errors there).
 
         Returns:
             The :class:`~octos_tools.hooks.Hook` (for :meth:`remove_hook`).
-
-        Raises:
-            ValueError: for an unknown event or an invalid matcher.
         """
-        from ..hooks import Hook
-
-        hook = Hook(event, callback, matcher, fail_closed)
-        self._hooks = (*self._hooks, hook)
-        self._stages_changed()
-        return hook
+        return self._hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
 
     def remove_hook(self, hook: Hook) -> bool:
-        """Undo :meth:`add_hook`; ``False`` if ``hook`` was not registered here."""
-        if hook not in self._hooks:
-            return False
-        self._hooks = tuple(h for h in self._hooks if h is not hook)
-        self._stages_changed()
-        return True
+        """``registry.hooks.remove(hook)``: ``False`` if ``hook`` was not added here."""
+        return self._hooks.remove(hook)
 
     @property
-    def hooks(self) -> tuple[Hook, ...]:
-        """The hooks of every session, in registration order."""
+    def hooks(self) -> HookSet:
+        """The hooks of every session's calls, in registration order (a
+        :class:`~octos_tools.hooks.HookSet`: the one place hooks are added and removed)."""
         return self._hooks
 
     def set_tracing(self, tracing: Tracing | None) -> None:
@@ -418,7 +482,6 @@ class ToolRegistry:
         return self._audit
 
     def _stages_changed(self) -> None:
-        self._view.refresh_stages()
         for view in list(self._session_views):
             view.refresh_stages()
 
@@ -593,61 +656,67 @@ class ToolRegistry:
             return True
         return bool(set(tool.tags) & set(context))
 
-    # ------------------------------------------------------------------ default view
+    # ------------------------------------------------------------------ conveniences
+    # Thin, documented conveniences over :attr:`default_session` (kept: library users and
+    # single-session hosts call them). Hosts with sessions call the session instead.
 
     @property
     def lifecycle(self) -> ToolLifecycle:
-        """The LRU settings, and the default view's counters."""
-        return self._view.lifecycle
+        """The LRU settings every session copies, and the default session's counters."""
+        return self._lifecycle
 
     @lifecycle.setter
     def lifecycle(self, value: ToolLifecycle) -> None:
-        self._view.lifecycle = value
+        self._lifecycle = value
+        if self._default_session is not None:
+            self._default_session.view.lifecycle = value
 
     def is_visible(self, name: str) -> bool:
-        """In the default view: registered, not deferred, allowed by policy, shown by the
-        context filter and able to work here (:meth:`unavailable_reason`)."""
-        return self._view.is_visible(name)
+        """In the default session: registered, not deferred, allowed by policy, shown by
+        the context filter and able to work here (:meth:`unavailable_reason`)."""
+        return self.default_session.is_visible(name)
 
     def is_visible_post_activation(self, name: str) -> bool:
-        """Would be visible in the default view if it were not deferred."""
-        return self._view.is_visible_post_activation(name)
+        """Would be visible in the default session if it were not deferred."""
+        return self.default_session.is_visible_post_activation(name)
 
     def visible_names(self) -> list[str]:
         """Names in :meth:`specs`, in registration order."""
-        return self._view.visible_names()
+        return self.default_session.visible_names()
 
     def specs(self) -> list[ToolSpec]:
-        """The default view's specs of visible tools, in registration order (cached: the
-        same list object while nothing changes; treat it as read-only)."""
-        return self._view.specs()
+        """The default session's specs of visible tools, in registration order (cached:
+        the same list object while nothing changes; treat it as read-only)."""
+        return self.default_session.specs()
 
     def catalog(self) -> list[CatalogEntry]:
-        """The default view's live catalog: every tool a policy allows, deferred ones
+        """The default session's live catalog: every tool a policy allows, deferred ones
         included, never a denied one."""
-        return self._view.catalog()
+        return self.default_session.catalog()
 
     def defer(self, names: Iterable[str]) -> list[str]:
         """Configure ``names`` as deferred: hidden from specs until used or activated.
 
         Changes the configured default (what each new session starts from) and the default
-        view; a live session that activated one of them keeps it. Unknown names are
-        skipped; spawn-only tools are never deferred.
+        session; another live session that activated one of them keeps it. Unknown names
+        are skipped; spawn-only tools are never deferred.
 
         Returns:
             The names deferred.
         """
-        view = self._view
+        default = self._default_session
+        view = default.view if default is not None else None
         added = [
             n
             for n in dict.fromkeys(names)
             if n in self._tools
             and n not in self._spawn_only
-            and (n not in self._deferred or not view.is_deferred(n))
+            and (n not in self._deferred or (view is not None and not view.is_deferred(n)))
         ]
         if added:
             self._deferred.update(added)
-            view.forget_activation(added)
+            if view is not None:
+                view.forget_activation(added)
             self._mutated()
         return added
 
@@ -656,17 +725,21 @@ class ToolRegistry:
         return self.defer(self._groups.get(group, ()))
 
     def activate(self, group_or_name: str) -> list[str]:
-        """Un-defer a whole group, or a single name, in the default view. Returns the
-        names activated (see :meth:`ToolView.activate`)."""
-        return self._view.activate(group_or_name)
+        """Un-defer a whole group, or a single name, in the default session. Returns the
+        names activated (see :meth:`ToolView.activate <octos_tools.view.ToolView.activate>`)."""
+        return self.default_session.view.activate(group_or_name)
 
     def deferred_names(self) -> list[str]:
-        """Deferred tool names of the default view, sorted."""
-        return self._view.deferred_names()
+        """Deferred tool names of the default session, sorted."""
+        return self.default_session.deferred_names()
 
     def is_deferred(self, name: str) -> bool:
-        """Whether ``name`` is deferred in the default view."""
-        return self._view.is_deferred(name)
+        """Whether ``name`` is deferred in the default session."""
+        return self.default_session.is_deferred(name)
+
+    def is_configured_deferred(self, name: str) -> bool:
+        """Whether ``name`` is in the configured deferred set every session starts from."""
+        return name in self._deferred
 
     def configured_deferred(self) -> frozenset[str]:
         """The configured deferred set every new session starts from."""
@@ -674,25 +747,26 @@ class ToolRegistry:
 
     def set_base_tools(self, names: Iterable[str]) -> None:
         """Replace the LRU's base tools (never evicted; sessions created later copy them)."""
-        self._view.lifecycle.base_tools = set(names)
+        self._lifecycle.base_tools = set(names)
 
     def add_base_tools(self, names: Iterable[str]) -> None:
         """Add names to the LRU's base tools."""
-        self._view.lifecycle.base_tools.update(names)
+        self._lifecycle.base_tools.update(names)
 
     def tick(self) -> int:
-        """Advance the default view's LRU iteration (call before every model request)."""
-        return self._view.tick()
+        """Advance the default session's LRU iteration (call before every model request)."""
+        return self.default_session.tick()
 
     def active_names(self) -> list[str]:
-        """Registered − deferred − spawn-only in the default view, in registration order."""
-        return self._view.active_names()
+        """Registered − deferred − spawn-only in the default session, in registration
+        order."""
+        return self.default_session.view.active_names()
 
     def auto_evict(self) -> list[str]:
-        """Defer the idlest tools over ``max_active`` in the default view (octos
+        """Defer the idlest tools over ``max_active`` in the default session (octos
         ``ToolLifecycle``). Base and spawn-only tools are never evicted. Returns the names
         evicted."""
-        return self._view.auto_evict()
+        return self.default_session.auto_evict()
 
     # ------------------------------------------------------------------ spawn-only
 
@@ -708,7 +782,8 @@ class ToolRegistry:
             raise KeyError(f"cannot mark unregistered tool {name!r} as spawn-only")
         self._spawn_only[name] = message
         self._deferred.discard(name)
-        self._view._evicted.discard(name)
+        for view in list(self._session_views):
+            view.forget_eviction((name,))
         self._mutated()
 
     def is_spawn_only(self, name: str) -> bool:
@@ -742,7 +817,12 @@ class ToolRegistry:
         )
         new._tools = tools
         new._validators = {n: v for n, v in self._validators.items() if n in tools}
-        new._deferred = {n for n in tools if self._view.is_deferred(n)}
+        default = self._default_session
+        new._deferred = (
+            {n for n in tools if default.is_deferred(n)}
+            if default is not None
+            else self._deferred & set(tools)
+        )
         new._spawn_only = {n: m for n, m in self._spawn_only.items() if n in tools}
         new._hard_policies = list(self._hard_policies)
         new._hard_sources = list(self._hard_sources)
@@ -754,10 +834,10 @@ class ToolRegistry:
         for key, value in vars(self).items():  # every public setting, a host's or a branch's
             if not key.startswith("_") and key not in _FRESH_IN_CLONE:
                 setattr(new, key, value)
-        new._hooks = self._hooks  # a sub-agent's calls are hooked, traced and audited too
+        new.hooks.replace_all(self._hooks.as_tuple())  # a sub-agent's calls are hooked too
         new._tracing = self._tracing
         new._audit = self._audit
-        new._view.refresh_stages()
+        new._stages_changed()
         return new
 
     def snapshot_excluding(self, names: Iterable[str]) -> ToolRegistry:
@@ -793,43 +873,41 @@ class ToolRegistry:
         args: str | bytes | Mapping[str, Any] | None = None,
         ctx: ToolContext | None = None,
     ) -> Coroutine[Any, Any, ToolResult]:
-        """Run one tool call in the default view through the pipeline of
-        :mod:`octos_tools.pipeline`; never raises for a bad call: every failure is a
-        :class:`~octos_tools.tool.ToolResult` with ``success=False`` and an error kind.
+        """Run one tool call in the :attr:`default_session` (a documented convenience:
+        :meth:`ToolSession.call <octos_tools.session.ToolSession.call>` through the
+        pipeline of :mod:`octos_tools.pipeline`); never raises for a bad call: every
+        failure is a :class:`~octos_tools.tool.ToolResult` with ``success=False`` and an
+        error kind.
 
-        Hosts with sessions (an MCP server, an agent loop) use
-        :meth:`~octos_tools.session.ToolSession.call` instead, so that activations and LRU
+        Hosts with sessions (an MCP server, an agent loop) call their own
+        :class:`~octos_tools.session.ToolSession` instead, so that activations and LRU
         state stay per session.
 
         Args:
             name: the tool name the model asked for.
             args: the raw argument string exactly as the model sent it, or parsed
                 arguments, or ``None`` for none.
-            ctx: the call's :class:`~octos_tools.context.ToolContext` (a fresh one with this
-                registry's workspace when ``None``).
+            ctx: the call's :class:`~octos_tools.context.ToolContext` (the default
+                session's, with this registry's workspace, when ``None``).
 
         Returns:
-            A coroutine (``await registry.execute(...)``) whose value is the result (a plain
-            method returning the pipeline's coroutine: one coroutine frame less per call).
+            A coroutine (``await registry.execute(...)``) whose value is the result.
         """
-        return run_call(self._view, name, args, self.context_for(ctx))
+        session = self._default_session
+        if session is None:
+            session = self.default_session
+        if ctx is None:
+            base = session.ctx
+            if base.workspace is not self.workspace or base.session_key != self.session_key:
+                session.ctx = self.context_for(None, session)  # the registry was re-pointed
+            return session.call(name, args)
+        return session.call(name, args, tool_call_id=ctx.tool_call_id, ctx=ctx)
 
     def context_for(self, ctx: ToolContext | None, session: Any = None) -> ToolContext:
         """``ctx`` completed for a call in this registry: ``registry`` set, and the
         registry's workspace and session key where ``ctx`` has none; ``session`` (a
         :class:`~octos_tools.session.ToolSession` or ``None``) set as ``ctx.session``."""
         if ctx is None:
-            if session is None:  # the default view's calls share one context, as a session's
-                base = self._base_ctx
-                if (
-                    base is None
-                    or base.workspace is not self.workspace
-                    or base.session_key != self.session_key
-                ):
-                    base = self._base_ctx = ToolContext(
-                        workspace=self.workspace, session_key=self.session_key, registry=self
-                    )
-                return base
             return ToolContext(
                 workspace=self.workspace,
                 session_key=self.session_key,
@@ -856,35 +934,37 @@ class ToolRegistry:
     def prepare_arguments(
         self, name: str, args: str | bytes | Mapping[str, Any] | None
     ) -> tuple[Tool, dict[str, Any]]:
-        """Size, parse, lookup and validate (the pipeline's argument steps) without running
+        """Size, parse, lookup and validate (:meth:`validated_arguments`) without running
         anything; typed tools' arguments come back as a plain dict of the validated model.
 
         Raises:
             ToolError: ``args_too_large``, ``invalid_json``, ``unknown_tool`` or
                 ``invalid_arguments``.
         """
-        from ..pipeline import prepare
-
-        tool, parsed = prepare(self, name, args)
+        tool, parsed = self.validated_arguments(name, args)
         if not isinstance(parsed, dict):
             parsed = parsed.model_dump()
         return tool, parsed
 
     async def dispatch(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run ``tool`` with already-validated ``args`` under its timeout (no policy, no
-        lock, no post-processing).
+        lock, no post-processing: :func:`octos_tools.dispatch.dispatch`).
 
         A :class:`~octos_tools.errors.ToolError` becomes its typed failure, a timeout
         ``timeout``, any other exception ``internal_error``; cancellation propagates.
         """
-        from ..pipeline import dispatch
+        from ..dispatch import dispatch
 
         return await dispatch(tool, args, self.context_for(ctx), self.default_timeout)
 
     # ------------------------------------------------------------------ teardown
 
     async def aclose(self) -> None:
-        """Close every tool (processes, sessions, connections) and the task supervisor."""
+        """Close the default session (if made), every tool (processes, sessions,
+        connections) and the task supervisor."""
+        default, self._default_session = self._default_session, None
+        if default is not None:
+            await default.aclose()
         seen: set[int] = set()
         for tool in list(self._tools.values()):
             if id(tool) in seen:

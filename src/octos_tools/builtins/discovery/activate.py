@@ -23,7 +23,6 @@ from pydantic import Field, StringConstraints
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...policy import GROUP_DESCRIPTIONS
 from ...tool import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .catalog import View
@@ -146,7 +145,7 @@ def _list_deferred(view: View) -> ToolResult:
         by_group.setdefault(view.group_of(name) or "", []).append(name)
     lines = ["Available tools to load:"]
     for group, members in by_group.items():
-        descriptions = getattr(view.registry, "group_descriptions", GROUP_DESCRIPTIONS)
+        descriptions = view.registry.group_descriptions
         label = f"{group} ({descriptions.get(group, group)})" if group else "other"
         lines.append(f"- {label}: {', '.join(members)}")
     lines.append('Call activate_tools with {"tools": ["name", ...]} to load them.')

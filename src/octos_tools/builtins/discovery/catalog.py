@@ -1,8 +1,10 @@
 """What the discovery tools see and change: the caller's view of the tool catalog.
 
-Activation is per session: when a call comes with ``ctx.session`` (a
-:class:`~octos_tools.session.ToolSession`, e.g. one MCP connection), deferral is read and
-changed there; otherwise on the registry itself (its default view). The catalog is every
+Activation is per session: deferral is read and changed in the call's ``ctx.session`` (a
+:class:`~octos_tools.session.ToolSession`, e.g. one MCP connection; the registry's default
+session for :meth:`ToolRegistry.execute <octos_tools.registry.ToolRegistry.execute>`). A
+context without a session (a tool run directly) uses the registry's default session. The
+catalog is every
 tool a policy allows, deferred ones included, never a denied one
 (:meth:`~octos_tools.registry.ToolRegistry.catalog`).
 """
@@ -11,15 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...policy import GROUPS, first_group_of
 from ...registry import CatalogEntry, ToolRegistry
 from ...tool import JSONObject
 from .hints import BUILTIN_HINTS, hints_of
 from .ranking import Document, rank
+
+if TYPE_CHECKING:
+    from ...session import ToolSession
 
 __all__ = ["DISCOVERY_TOOLS", "ScoredEntry", "View", "registry_of", "score_catalog"]
 
@@ -54,12 +58,9 @@ def _summary(description: str) -> str:
 
 
 class View:
-    """The caller's view: ``ctx.session`` when set, else the registry.
-
-    Both offer the same reads (``catalog``, ``is_deferred``, ``visible_names``,
-    ``is_visible_post_activation``, ``evaluate``, ``get``) and ``activate``; the group
-    table is the registry's own when it has one (``groups`` / ``group_of``), else the
-    octos table of :mod:`octos_tools.policy`.
+    """The caller's view: the session of the call (``ctx.session``, else the registry's
+    default session), read and changed through its public methods; the group table is
+    the registry's.
 
     Args:
         ctx: the call's context.
@@ -70,40 +71,39 @@ class View:
 
     def __init__(self, ctx: ToolContext | None) -> None:
         self.registry = registry_of(ctx)
-        session = getattr(ctx, "session", None)
-        self.source: Any = session if session is not None else self.registry
-        self.list_persists = bool(getattr(session, "list_persists", True))
+        session = ctx.session if ctx is not None else None
+        self.session: ToolSession = (
+            session if session is not None else self.registry.default_session
+        )
+        self.list_persists = self.session.list_persists
         """Whether an activation outlives this call (``False`` for a 2026-07-28 stateless
         HTTP request: its view is thrown away, so no list changes)."""
 
     @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:
         """The group table: ``group:NAME -> members``."""
-        groups = getattr(self.source, "groups", None)
-        return groups if isinstance(groups, Mapping) else GROUPS
+        return self.registry.groups
 
     def group_of(self, name: str) -> str | None:
         """The first group containing ``name``, or ``None``."""
-        finder = getattr(self.source, "group_of", None)
-        return finder(name) if callable(finder) else first_group_of(name)
+        return self.registry.group_of(name)
 
     def catalog(self) -> list[CatalogEntry]:
         """Every allowed tool with its state for this caller (``active`` / ``deferred`` /
         ``hidden``), in registration order."""
-        entries: list[CatalogEntry] = self.source.catalog()
-        return entries
+        return self.session.catalog()
 
     def is_deferred(self, name: str) -> bool:
         """Whether ``name`` is deferred for this caller."""
-        return bool(self.source.is_deferred(name))
+        return self.session.is_deferred(name)
 
     def listed(self) -> set[str]:
         """Names in this caller's tool list."""
-        return set(self.source.visible_names())
+        return set(self.session.visible_names())
 
     def is_loadable(self, name: str) -> bool:
         """Whether ``name`` would be listed once activated (policy and filters allow it)."""
-        return bool(self.source.is_visible_post_activation(name))
+        return self.session.is_visible_post_activation(name)
 
     def allowed(self, name: str) -> bool:
         """Registered and allowed by every policy."""
@@ -114,7 +114,7 @@ class View:
         list; returns the names activated."""
         activated: list[str] = []
         for name in dict.fromkeys(names):
-            activated.extend(n for n in self.source.activate(name) if n not in activated)
+            activated.extend(n for n in self.session.activate(name) if n not in activated)
         return activated
 
     def loadable_deferred(self) -> list[str]:

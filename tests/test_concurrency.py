@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from octos_tools._rwlock import ReadWriteLock
+from octos_tools.concurrency import ReadWriteLock
 
 
 @pytest.mark.anyio

@@ -1,13 +1,14 @@
-"""Per-session state over one shared :class:`~octos_tools.registry.ToolRegistry`.
+"""One session's state over the shared :class:`~octos_tools.registry.ToolRegistry` store.
 
 A :class:`ToolView` holds what one host session changes by itself: which configured-deferred
 tools it activated, which tools its LRU evicted, which it hides, its
-:class:`~octos_tools.lifecycle.ToolLifecycle` counters, its spec cache and the lock that
-orders its calls. Tools, policies, groups and the *configured* deferred set stay in the
-registry and are shared by every view. The registry itself serves library users through
-a default view; each :class:`~octos_tools.session.ToolSession` has its own, so one MCP
-client's activations never change another client's tool list (MCP spec 2025-06-18,
-"Tools": ``tools/list`` is a read).
+:class:`~octos_tools.lifecycle.ToolLifecycle` counters, its spec cache, its call plans and
+the lock that orders its calls. Tools, policies, groups and the *configured* deferred set
+stay in the registry and are shared by every view; the view reads them through the
+registry's public methods only. Each :class:`~octos_tools.session.ToolSession` has its own
+view (the registry's conveniences use its default session's), so one MCP client's
+activations never change another client's tool list (MCP spec 2025-06-18, "Tools":
+``tools/list`` is a read).
 
 Deferred in a view = (configured deferred and not activated here) or evicted here.
 """
@@ -15,23 +16,30 @@ Deferred in a view = (configured deferred and not activated here) or evicted her
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._rwlock import ReadWriteLock
-from ..lifecycle import ToolLifecycle
-from ..tool import ToolSpec
-from ._catalog import CatalogEntry
+from .concurrency import ReadWriteLock
+from .hooks import HookSet
+from .lifecycle import ToolLifecycle
+from .registry import CatalogEntry, ToolRegistry
+from .tool import ToolSpec
 
 if TYPE_CHECKING:
-    from .._call_plan import CallPlan
-    from ..hooks import Hook
-    from ..stages import CallStages
-    from ._registry import ToolRegistry
+    from ._call_plan import CallPlan
+    from .stages import CallStages
 
 __all__ = ["ToolView"]
 
-logger = logging.getLogger("octos_tools.registry")
+logger = logging.getLogger("octos_tools.view")
+
+_SHARED_SPECS: weakref.WeakKeyDictionary[ToolRegistry, tuple[int, list[ToolSpec]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""registry -> (its revision, the spec list of a view with no state of its own): a fresh
+session (a stateless HTTP request's) sees the configured defaults, so such views share
+one list."""
 
 
 class ToolView:
@@ -41,17 +49,20 @@ class ToolView:
         registry: the shared registry.
         lifecycle: this view's LRU state (settings and counters).
         owner: what :meth:`~octos_tools.tool.Tool.spec_for` receives when specs are built
-            (the registry for its default view, the :class:`ToolSession` otherwise).
+            (the :class:`~octos_tools.session.ToolSession`); its ``ctx`` is the base
+            context :meth:`unavailable_reason` asks a tool with.
 
     Attributes:
         registry: the shared registry.
         lifecycle: this view's :class:`~octos_tools.lifecycle.ToolLifecycle`.
-        lock: the :class:`~octos_tools._rwlock.ReadWriteLock` ordering this view's calls
-            (Safe calls shared, Exclusive calls alone).
-        on_change: called (no arguments) after each change of this view's own state; the
-            owner uses it to tell its listeners.
-        hooks: the hooks of this view's session only (:meth:`ToolSession.add_hook
-            <octos_tools.session.ToolSession.add_hook>`); the registry's hooks apply too.
+        lock: the :class:`~octos_tools.concurrency.ReadWriteLock` ordering this view's
+            calls (the Safe / Exclusive rule of :mod:`octos_tools.concurrency`).
+        on_change: called (no arguments) after each change of this view's own state and
+            after each mutation of the registry; the owner uses it to tell its listeners.
+        plans: the pipeline's :class:`~octos_tools._call_plan.CallPlan` per tool name
+            (``None``: the general way), emptied at every change.
+        hooks: the :class:`~octos_tools.hooks.HookSet` of this view's session only (the
+            registry's hooks apply too, first).
         stages: what :mod:`octos_tools.stages` runs around this view's calls, or ``None``.
     """
 
@@ -61,7 +72,6 @@ class ToolView:
         "_catalog",
         "_evicted",
         "_hidden",
-        "_plans",
         "_specs",
         "_specs_key",
         "_version",
@@ -70,6 +80,7 @@ class ToolView:
         "lock",
         "on_change",
         "owner",
+        "plans",
         "registry",
         "stages",
     )
@@ -87,9 +98,8 @@ class ToolView:
         self._specs: list[ToolSpec] | None = None
         self._specs_key = (-1, -1)
         self._catalog: tuple[tuple[int, int], list[CatalogEntry]] | None = None
-        # name -> its call plan (None: the general way), dropped at every change
-        self._plans: dict[str, CallPlan | None] = {}
-        self.hooks: tuple[Hook, ...] = ()
+        self.plans: dict[str, CallPlan | None] = {}
+        self.hooks = HookSet(self.refresh_stages)
         self.stages: CallStages | None = None
 
     # ------------------------------------------------------------------ stages
@@ -99,11 +109,11 @@ class ToolView:
         this view's own :attr:`hooks` (``None`` when there is none of them: the pipeline's
         usual path)."""
         registry = self.registry
-        hooks = registry.hooks + self.hooks
+        hooks = registry.hooks.as_tuple() + self.hooks.as_tuple()
         if not hooks and registry.tracing is None and registry.audit is None:
             self.stages = None
             return
-        from ..stages import build_stages
+        from .stages import build_stages
 
         self.stages = build_stages(hooks, registry.tracing, registry.audit)
 
@@ -114,9 +124,14 @@ class ToolView:
         """A number that changes on every change of this view's own state."""
         return self._version
 
+    def registry_changed(self) -> None:
+        """The registry mutated (called by it for every attached view): plans and caches
+        are dropped, :attr:`on_change` is called."""
+        self._changed()
+
     def _changed(self) -> None:
         self._version += 1
-        self._plans.clear()
+        self.plans.clear()
         callback = self.on_change
         if callback is not None:
             try:
@@ -128,17 +143,21 @@ class ToolView:
         """Drop this view's activation of ``names`` (the registry deferred them again)."""
         self._activated.difference_update(names)
 
+    def forget_eviction(self, names: Iterable[str]) -> None:
+        """Drop this view's eviction of ``names`` (they became spawn-only: never evicted)."""
+        self._evicted.difference_update(names)
+
     # ------------------------------------------------------------------ deferral
 
     def is_deferred(self, name: str) -> bool:
         """Whether ``name`` is deferred in this view (one call or activation away)."""
         if name in self._evicted:
             return True
-        return name in self.registry._deferred and name not in self._activated
+        return name not in self._activated and self.registry.is_configured_deferred(name)
 
     def deferred_names(self) -> list[str]:
         """Deferred registered names, sorted."""
-        return sorted(n for n in self.registry._tools if self.is_deferred(n))
+        return sorted(n for n in self.registry.names() if self.is_deferred(n))
 
     def activate(self, group_or_name: str) -> list[str]:
         """Un-defer a whole group (of the registry's group table) or a single name, here.
@@ -149,14 +168,14 @@ class ToolView:
         Returns:
             The names activated (``[]`` when none was deferred).
         """
-        members = self.registry.groups.get(group_or_name, (group_or_name,))
-        activated = [n for n in members if n in self.registry._tools and self.is_deferred(n)]
+        registry = self.registry
+        members = registry.groups.get(group_or_name, (group_or_name,))
+        activated = [n for n in members if n in registry and self.is_deferred(n)]
         if activated:
-            configured = self.registry._deferred
             for name in activated:
                 self.lifecycle.record_use(name)
                 self._evicted.discard(name)
-                if name in configured:
+                if registry.is_configured_deferred(name):
                     self._activated.add(name)
             self._changed()
         return activated
@@ -187,11 +206,11 @@ class ToolView:
     def active_names(self) -> list[str]:
         """Registered − deferred − spawn-only − hidden, in registration order (the LRU's
         view)."""
-        spawn_only = self.registry._spawn_only
+        registry = self.registry
         return [
             n
-            for n in self.registry._tools
-            if n not in spawn_only and n not in self._hidden and not self.is_deferred(n)
+            for n in registry.names()
+            if not registry.is_spawn_only(n) and n not in self._hidden and not self.is_deferred(n)
         ]
 
     def tick(self) -> int:
@@ -217,7 +236,7 @@ class ToolView:
     def is_visible_post_activation(self, name: str) -> bool:
         """Would be in :meth:`specs` if it were not deferred."""
         registry = self.registry
-        tool = registry._tools.get(name)
+        tool = registry.get(name)
         return (
             tool is not None
             and name not in self._hidden
@@ -238,15 +257,16 @@ class ToolView:
 
     def unavailable_reason(self, name: str) -> str | None:
         """The registry's :meth:`~octos_tools.registry.ToolRegistry.unavailable_reason`,
-        asked again with this session's base context when it is not ``None`` (a session
-        may bring what the tool needs: the agent loop's spawn delegate)."""
+        asked again with this session's base context when it is not ``None`` and the
+        context has extras (what a session may bring the tool: the agent loop's spawn
+        delegate)."""
         registry = self.registry
         reason = registry.unavailable_reason(name)
         if reason is None:
             return None
         ctx = getattr(self.owner, "ctx", None)
-        tool = registry._tools.get(name)
-        if ctx is None or tool is None:
+        tool = registry.get(name)
+        if ctx is None or not ctx.extras or tool is None:  # nothing the session brings
             return reason
         return tool.unavailable_reason(ctx)
 
@@ -258,44 +278,49 @@ class ToolView:
         with ``is``; treat it as read-only.
         """
         registry = self.registry
-        default = registry._view
         ctx = getattr(self.owner, "ctx", None)
-        if (
-            self is not default
-            and not (self._activated or self._evicted or self._hidden)
-            and not (default._activated or default._evicted or default._hidden)
-            and not (ctx is not None and ctx.extras)  # extras may make a tool work here
+        if not (self._activated or self._evicted or self._hidden) and not (
+            ctx is not None and ctx.extras  # extras may make a tool work here
         ):
             # A session with no state of its own (a fresh one, a stateless HTTP request)
-            # sees the configured defaults: share the default view's cached list.
-            return default.specs()
-        key = (registry._version, self._version)
-        specs = self._specs
-        if specs is None or key != self._specs_key:
-            owner = self.owner
-            specs = [
-                tool.spec_for(owner)
-                for name, tool in self.registry._tools.items()
-                if self.is_visible(name)
-            ]
-            self._specs = specs
-            self._specs_key = key
+            # sees the configured defaults: one list shared by every such view.
+            revision = registry.revision
+            shared = _SHARED_SPECS.get(registry)
+            if shared is not None and shared[0] == revision:
+                return shared[1]
+            specs = self._build_specs()
+            _SHARED_SPECS[registry] = (revision, specs)
+            return specs
+        key = (registry.revision, self._version)
+        cached = self._specs
+        if cached is not None and key == self._specs_key:
+            return cached
+        specs = self._build_specs()
+        self._specs = specs
+        self._specs_key = key
         return specs
+
+    def _build_specs(self) -> list[ToolSpec]:
+        owner = self.owner
+        return [
+            tool.spec_for(owner) for tool in self.registry.tools() if self.is_visible(tool.name)
+        ]
 
     def visible_names(self) -> list[str]:
         """Names in :meth:`specs`, in registration order (no spec is built for this)."""
-        return [name for name in self.registry._tools if self.is_visible(name)]
+        return [name for name in self.registry.names() if self.is_visible(name)]
 
     def catalog(self) -> list[CatalogEntry]:
         """The live catalog: every tool a policy allows, deferred ones included, never a
         denied one (rebuilt after each change). Entries say why a tool cannot work here
         (``unavailable``) and whether this session hides it (``session_hidden``)."""
         registry = self.registry
-        key = (registry._version, self._version)
+        key = (registry.revision, self._version)
         if self._catalog is not None and self._catalog[0] == key:
             return self._catalog[1]
         entries: list[CatalogEntry] = []
-        for name, tool in registry._tools.items():
+        for tool in registry.tools():
+            name = tool.name
             if not registry.evaluate(name).allowed:
                 continue
             if self.is_deferred(name):
@@ -312,7 +337,7 @@ class ToolView:
                     group=registry.group_of(name),
                     state=state,
                     concurrency=tool.concurrency_class.value,
-                    spawn_only=name in registry._spawn_only,
+                    spawn_only=registry.is_spawn_only(name),
                     unavailable=self.unavailable_reason(name),
                     session_hidden=name in self._hidden,
                 )
