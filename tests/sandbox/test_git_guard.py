@@ -332,3 +332,32 @@ def test_only_added_entries_are_judged_and_safe_text_keeps_the_rest() -> None:
     safe = safe_config_text('[core]\n\tbare = false\n\tfsmonitor = x\n[remote "o"]\n\turl = u\n')
     assert [e.key for e in parse_config(safe)] == ["core.bare", "remote.o.url"]
     assert dangerous_entries(safe) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[core]\n\tcompression = 1 ; \\\n\tfsmonitor = touch pwn\n",  # a comment's "\" ends nothing
+        "[core]\n# note \\\n\tfsmonitor = touch pwn\n",
+        "[core] ; \\\n\thookspath = .h\n",
+        "[core]\n# \x0c[user]\n\tfsmonitor = touch pwn\n",  # git splits lines at "\n" only
+        "[core]\n# \u2028[user]\n\tfsmonitor = touch pwn\n",
+        '[core]\n\tabbrev = "a;b" \\\n\tfsmonitor = x\n',  # a quoted ";" is no comment: continued
+        "[core]\r\n\tbare = false\r\n\tfsmonitor = touch pwn\r\n",
+        "[core]\n\tabbrev = 7 \\\\\\\n\tfsmonitor = x\n",  # "\\" then a continuation
+    ],
+)
+def test_the_parser_reads_lines_as_git_does(tmp_path: Path, text: str) -> None:
+    # every key real git reads from the file that is not on the allow-list is judged
+    config = tmp_path / "config"
+    config.write_bytes(text.encode())
+    listed = subprocess.run(
+        ["git", "config", "--file", str(config), "--list", "--name-only"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    judged = {e.key.lower() for e in dangerous_entries(text)}
+    safe = {e.key.lower() for e in parse_config(text)} - judged
+    unsafe_for_git = {k.lower() for k in listed} - safe
+    assert unsafe_for_git <= judged

@@ -143,14 +143,37 @@ class ConfigEntry:
         return (self.section, self.subsection, self.name, self.value)
 
 
+def _continues(line: str) -> bool:
+    """``line`` ends in a backslash git reads as a line continuation: not escaped, and not
+    inside a comment (git's config parser skips everything after an unquoted ``;`` or
+    ``#`` to the end of the line, a final backslash included: config.c, parse_value)."""
+    quote, i = False, 0
+    while i < len(line):
+        char = line[i]
+        if char == "\\":
+            if i == len(line) - 1:
+                return True
+            i += 2
+            continue
+        if char == '"':
+            quote = not quote
+        elif char in ";#" and not quote:
+            return False
+        i += 1
+    return False
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pending = ""
     start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # only "\n" (and "\r\n") ends a line for git; str.splitlines() would also split at
+    # "\f", "\v", "\x1c".. and "\u2028", letting a comment hide a "[user]" header from git
+    for number, raw in enumerate(text.split("\n"), 1):
+        raw = raw.removesuffix("\r")
         if not pending:
             start = number
-        if raw.endswith("\\") and not raw.endswith("\\\\"):
+        if _continues(pending + raw):
             pending += raw[:-1]
             continue
         out.append((start, pending + raw))
