@@ -382,3 +382,19 @@ def test_a_mounted_servers_virtual_environment_stays_visible(tmp_path: Path) -> 
     plain.write_text("#!/bin/sh\n")
     assert _environment_roots(str(plain)) == [str(tmp_path)]
     assert _environment_roots("no-such-program-here") == []
+
+
+@needs_engine
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+@pytest.mark.parametrize("engine", ["bubblewrap", "landlock"])
+def test_curl_with_the_network_off_gets_the_network_line(tmp_path: Path, engine: str) -> None:
+    # curl reports a refused socket() as "Couldn't connect to server" (exit 7): the model
+    # must learn that the sandbox, not a stopped server, is the cause
+    if engine not in USABLE:
+        pytest.skip(f"{engine} unusable")
+    tool = ExecCommandTool(
+        Workspace(tmp_path), ShellConfig(), sandbox=SandboxSettings(engine=engine)
+    )
+    result = asyncio.run(tool.run(tool.Args(cmd="curl -sS -m 5 http://127.0.0.1:9/"), None))
+    assert result.structured_metadata["exit_code"] == 7, result.output
+    assert "network off" in result.structured_metadata["sandbox_note"]

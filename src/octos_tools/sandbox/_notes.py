@@ -20,6 +20,7 @@ _NET = (
     "temporary failure in name resolution",
     "name or service not known",
     "connection refused",
+    "couldn't connect to server",  # curl's exit 7 hides the EPERM of socket()
     "address family not supported",
 )
 _PROXY = (
