@@ -275,3 +275,24 @@ def test_exec_command_through_the_cli_uses_the_configured_hosts(
     assert "hello /ok" in result["output"] and meta["exit_code"] == 3, result
     assert f"403 octos-tools egress proxy: 127.0.0.1:{web + 1} is not in" in result["output"]
     assert "allowed_hosts, through the egress proxy" in meta["sandbox_note"]
+
+
+@pytest.mark.parametrize("engine", USABLE)
+def test_a_listed_address_opens_only_its_own_ports_to_a_listed_name(
+    engine: str, web: int, echo: int, tmp_path: Path
+) -> None:
+    # 127.0.0.1 listed for `web` only: a listed name resolving to 127.0.0.1 (DNS rebinding,
+    # /etc/hosts) must not reach 127.0.0.1:echo
+    try:
+        name = socket.gethostname()
+        loopback = name != "localhost" and socket.gethostbyname(name) == "127.0.0.1"
+    except OSError:
+        loopback = False
+    if not loopback:
+        pytest.skip("needs a machine name that resolves to 127.0.0.1 (/etc/hosts)")
+    hosts = (f"127.0.0.1:{web}", f"{name}:{echo}")
+    code, out = _run(f"{_py(_CONNECT)} {name}:{echo}", engine, hosts, tmp_path)
+    assert out.splitlines()[0] == "HTTP/1.1 403 Forbidden", out
+    assert "ping" not in out
+    code, out = _run(_urlopen(f"http://127.0.0.1:{web}/"), engine, hosts, tmp_path)
+    assert code == 0 and out == "hello /\n", out

@@ -138,6 +138,8 @@ class HostRules:
                 return True
         return False
 
-    def addresses(self) -> list[str]:
-        """The listed IP addresses: the private addresses the proxy may open."""
-        return [r.host for r in self.rules if r.address]
+    def addresses(self, port: int | None = None) -> list[str]:
+        """The listed IP addresses: the private addresses the proxy may open (with ``port``:
+        those listed for that port, so ``127.0.0.1:8000`` does not open ``127.0.0.1:80`` to a
+        listed name that resolves to it)."""
+        return [r.host for r in self.rules if r.address and (port is None or port in r.ports)]

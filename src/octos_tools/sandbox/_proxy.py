@@ -291,7 +291,7 @@ async def _connect(host: str, port: int, rules: HostRules) -> anyio.abc.SocketSt
         raise _Reply(403, f"{host}:{port} is not in [sandbox] allowed_hosts")
     try:
         address = await check_host(
-            host, port, allow_private=False, allowed=HostAllowList(rules.addresses())
+            host, port, allow_private=False, allowed=HostAllowList(rules.addresses(port))
         )
     except ToolError as exc:
         if exc.kind is not ErrorKind.NETWORK_REFUSED:
