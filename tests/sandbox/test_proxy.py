@@ -296,3 +296,26 @@ def test_a_listed_address_opens_only_its_own_ports_to_a_listed_name(
     assert "ping" not in out
     code, out = _run(_urlopen(f"http://127.0.0.1:{web}/"), engine, hosts, tmp_path)
     assert code == 0 and out == "hello /\n", out
+
+
+_RAW = (
+    "import os, socket, sys\n"
+    "port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])\n"
+    "s = socket.create_connection(('127.0.0.1', port), timeout=10)\n"
+    "s.sendall(sys.argv[1].encode().decode('unicode_escape').encode('latin-1'))\n"
+    "print(s.recv(4096).split(b'\\r\\n')[0].decode())\n"
+)
+
+
+@pytest.mark.parametrize("engine", USABLE)
+def test_a_bare_cr_or_lf_in_the_head_is_refused(engine: str, web: int, tmp_path: Path) -> None:
+    hosts = (f"127.0.0.1:{web}",)
+    for head in (
+        f"GET http://127.0.0.1:{web}/host HTTP/1.1\\r\\nX: a\\rHost: other\\r\\n\\r\\n",
+        f"GET http://127.0.0.1:{web}/host HTTP/1.1\\r\\nX: a\\nHost: other\\r\\n\\r\\n",
+    ):
+        _, out = _run(f"{_py(_RAW)} {shlex.quote(head)}", engine, hosts, tmp_path)
+        assert out.strip() == "HTTP/1.1 400 Bad Request", (head, out)
+    good = f"GET http://127.0.0.1:{web}/ HTTP/1.1\\r\\nX: a\\r\\n\\r\\n"
+    _, out = _run(f"{_py(_RAW)} {shlex.quote(good)}", engine, hosts, tmp_path)
+    assert out.strip() == "HTTP/1.0 200 OK", out

@@ -98,6 +98,10 @@ def _parse_head(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
         text = head.decode("ascii")
     except UnicodeDecodeError:
         raise _Reply(400, "the request head is not ASCII") from None
+    if "\r" in text.replace("\r\n", "") or "\n" in text.replace("\r\n", ""):
+        # a bare CR or LF: some upstream servers end a header there, so "X: a\rHost: b"
+        # would name another virtual host on the checked address (RFC 9112 section 2.2)
+        raise _Reply(400, "a bare CR or LF in the request head")
     lines = text.split("\r\n")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
