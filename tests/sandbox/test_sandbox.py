@@ -273,7 +273,7 @@ def test_background_children_die_with_their_session(tmp_path: Path, engine: str)
         assert "started" in result.output
         await sessions.aclose()
 
-    import octos_tools.builtins.runtime.command as command
+    import octos_tools.builtins.runtime._command as command
 
     real = command.CommandCgroup.create
     command.CommandCgroup.create = staticmethod(lambda: None)  # type: ignore[method-assign]
