@@ -399,7 +399,7 @@ async def test_thousand_timed_out_commands_leave_nothing(
     ws: Workspace, cfg: ShellConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Test-only lower bound: 0.2 s instead of 1 s keeps this under half a minute on 2 cores.
-    monkeypatch.setattr(runtime.tools, "MIN_TIMEOUT_SECS", 0.2)
+    monkeypatch.setattr(runtime._command_tools, "MIN_TIMEOUT_SECS", 0.2)
     mark = marker()
     tool = ShellTool(ws, cfg)
     command = f"sleep {mark} & sleep {mark}"
