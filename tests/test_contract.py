@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from octos_tools.builtins import agents, coding, patch, runtime
+from octos_tools.builtins import agents, patch, runtime
+from octos_tools.builtins.interaction import _interaction_tools as coding
 from octos_tools.config import Config, PolicyConfig
 from octos_tools.contract import CONTRACT_ID, FEATURE, P0_TOOLS, build_contract
 from octos_tools.policy import ToolPolicy

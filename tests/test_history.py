@@ -1,4 +1,4 @@
-"""Workspace history (octos_tools.history and builtins/history.py): checkpoints recorded
+"""Workspace history (octos_tools.history and builtins/workspace_history/): checkpoints recorded
 around real tool calls, restore, drift, quota, bad stores, and the user's repository left
 untouched."""
 

@@ -151,7 +151,7 @@ def test_a_malformed_mode_is_a_config_error_naming_the_key() -> None:
 
 def test_the_web_and_mounted_tools_are_untrusted() -> None:
     from octos_tools.builtins.browser import BrowserTool
-    from octos_tools.builtins.files.read import ReadFileTool
+    from octos_tools.builtins.files import ReadFileTool
     from octos_tools.builtins.web import WebFetchTool, WebSearchTool
     from octos_tools.mcp.mounts import McpTool
 

@@ -59,7 +59,7 @@ GHP = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9"
 @pytest.mark.parametrize("key", [KEY, GHP])
 @pytest.mark.parametrize("offset", range(-40, 41, 4))
 def test_no_part_of_a_key_a_cut_goes_through_survives(key: str, offset: int) -> None:
-    from octos_tools.builtins.runtime.capture import OutputCapture
+    from octos_tools.builtins.runtime import OutputCapture
     from octos_tools.output import cap_output
 
     limit = 2_000

@@ -16,7 +16,7 @@ A :class:`CommandHook` runs a command the way Claude Code does (its *Hooks refer
 https://code.claude.com/docs/en/hooks): ``sh -c COMMAND`` in the workspace, the event as one
 JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name``, ``tool_name``,
 ``tool_input``, ``tool_use_id``; ``tool_response`` after the call); the environment is the
-commands' scrubbed one (:func:`octos_tools.builtins.runtime.environment.command_env`) plus
+commands' scrubbed one (:func:`octos_tools.builtins.runtime.command_env`) plus
 ``CLAUDE_PROJECT_DIR`` (the workspace root), so a script written for Claude Code runs
 unmodified. Its exit code:
 
@@ -375,7 +375,7 @@ class CommandHook:
         """
         import anyio
 
-        from .builtins.runtime.environment import command_env
+        from .builtins.runtime import command_env
 
         cwd = self.cwd or event.cwd or os.getcwd()
         env = command_env()

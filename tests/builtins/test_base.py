@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from octos_tools.builtins._base import WorkspaceTool, int_arg, str_arg
-from octos_tools.builtins.code import CodeStructureTool
+from octos_tools.builtins.code_structure import CodeStructureTool
 from octos_tools.builtins.files import ReadFileTool
-from octos_tools.builtins.git import GitTool
 from octos_tools.builtins.patch import ApplyPatchTool
 from octos_tools.builtins.runtime import ExecCommandTool, SessionManager, ShellTool
 from octos_tools.builtins.search import GlobTool, GrepTool, ListDirTool
+from octos_tools.builtins.vcs import GitTool
 from octos_tools.config import ShellConfig
 from octos_tools.context import ToolContext, use_context
 from octos_tools.errors import ErrorKind, ToolError

@@ -3,6 +3,7 @@ bearer token it wrote (the path of the token file is on stderr, the token in the
 
 from __future__ import annotations
 
+import os
 import re
 import selectors
 import subprocess
@@ -49,10 +50,20 @@ def start_http(argv: list[str], *, timeout: float = 90, **popen: object) -> Http
     deadline = time.monotonic() + timeout
     token_file: Path | None = None
     lines: list[str] = []
-    while time.monotonic() < deadline and sel.select(max(0.1, deadline - time.monotonic())):
-        line = proc.stderr.readline().decode()
-        if not line:
-            break
+    buf = b""
+    # our own line buffer over os.read: a buffered readline may take in several lines at
+    # once, and select() then never fires for the ones already read (a start seen late)
+    while time.monotonic() < deadline:
+        if b"\n" not in buf:
+            if not sel.select(max(0.1, deadline - time.monotonic())):
+                continue
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            continue
+        raw, _, buf = buf.partition(b"\n")
+        line = raw.decode() + "\n"
         lines.append(line)
         found = _TOKEN_LINE.search(line)
         if found:

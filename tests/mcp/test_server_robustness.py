@@ -58,6 +58,7 @@ class StdioPeer:
         assert self.proc.stdout is not None
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self._buf = b""
 
     def send(self, message: dict[str, Any] | bytes) -> None:
         assert self.proc.stdin is not None
@@ -66,11 +67,18 @@ class StdioPeer:
         self.proc.stdin.flush()
 
     def recv(self, timeout: float = 20.0) -> dict[str, Any]:
+        # our own line buffer over os.read: a buffered readline may take in several lines
+        # at once, and select() then no longer sees the ones already read
         assert self.proc.stdout is not None
-        if not self._sel.select(timeout):
-            raise AssertionError(f"no message from the server within {timeout} s")
-        line = self.proc.stdout.readline()
-        assert line, "the server closed stdout"
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._sel.select(left):
+                raise AssertionError(f"no message from the server within {timeout} s")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            assert chunk, "the server closed stdout"
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
         message: dict[str, Any] = json.loads(line)
         return message
 

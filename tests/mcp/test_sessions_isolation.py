@@ -1,4 +1,4 @@
-"""Clients kept apart (builtins/runtime/sessions.py caps, mcp/sessions.py, mcp/disconnect.py):
+"""Clients kept apart (builtins/runtime/_exec_sessions.py caps, mcp/sessions.py, mcp/disconnect.py):
 one MCP session filling its command-session cap cannot end another's sessions, an MCP session
 closed with HTTP DELETE ends its commands with it, and a client that disconnects mid-call
 cancels the call and its command."""

@@ -273,7 +273,7 @@ def test_background_children_die_with_their_session(tmp_path: Path, engine: str)
         assert "started" in result.output
         await sessions.aclose()
 
-    import octos_tools.builtins.runtime.command as command
+    import octos_tools.builtins.runtime._command as command
 
     real = command.CommandCgroup.create
     command.CommandCgroup.create = staticmethod(lambda: None)  # type: ignore[method-assign]
@@ -382,6 +382,41 @@ def test_a_mounted_servers_virtual_environment_stays_visible(tmp_path: Path) -> 
     plain.write_text("#!/bin/sh\n")
     assert _environment_roots(str(plain)) == [str(tmp_path)]
     assert _environment_roots("no-such-program-here") == []
+
+
+@pytest.mark.skipif("bubblewrap" not in USABLE, reason="bubblewrap unusable")
+def test_the_servers_own_venv_under_tmp_runs_in_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started from a venv under /tmp (a clone there, CI's clean clone): `python`
+    from that venv still runs inside a command, although the private temp folder replaces
+    /tmp (before, exit 127: not found)."""
+    from octos_tools.sandbox import _spawn
+
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    python = venv / "bin" / "python"
+    monkeypatch.setattr(sys, "executable", str(python))
+    _spawn._own_environment.cache_clear()
+    try:
+        tool = ExecCommandTool(
+            Workspace(ws), ShellConfig(), sandbox=SandboxSettings(engine="bubblewrap")
+        )
+        cmd = f"{python} -c 'import sys; print(sys.prefix)'"
+        result = asyncio.run(tool.run(tool.Args(cmd=cmd), None))
+        assert result.structured_metadata["exit_code"] == 0, result.output
+        assert str(venv) in result.output
+        # what else lies under /tmp stays hidden
+        other = tmp_path / "other.txt"
+        other.write_text("x")
+        hidden = asyncio.run(tool.run(tool.Args(cmd=f"cat {other}"), None))
+        assert hidden.structured_metadata["exit_code"] != 0
+    finally:
+        monkeypatch.undo()
+        _spawn._own_environment.cache_clear()
 
 
 @needs_engine

@@ -441,8 +441,7 @@ class ShellExecutor:
     async def _run(
         self, command: str, timeout: float, limit: int
     ) -> tuple[str, int | None, bool, float]:
-        from ..builtins.runtime import OutputCapture, command_env
-        from ..builtins.runtime.command import run_to_completion
+        from ..builtins.runtime import OutputCapture, command_env, run_to_completion
 
         capture = OutputCapture(limit)
         started = time.monotonic()

@@ -35,18 +35,17 @@ __all__ = [
 #: coding, sub-agents, files, search, web, git, code, discovery, media).
 FAMILIES: list[str] = [
     "runtime",
-    "coding",
+    "interaction",
     "agents",
     "files",
     "patch",
     "search",
     "web",
-    "git",
-    "history",
-    "contract",
-    "code",
+    "vcs",
+    "workspace_history",
+    "workspace_contract",
+    "code_structure",
     "discovery",
-    "media",
     "image",
     "browser",
 ]
@@ -56,7 +55,7 @@ FAMILIES: list[str] = [
 #: :func:`octos_tools.profile.apply_deferral`, not by a family.
 FAMILY_TOOLS: dict[str, tuple[str, ...]] = {
     "runtime": ("shell", "exec_command", "bash", "write_stdin"),
-    "coding": ("update_plan", "request_user_input"),
+    "interaction": ("update_plan", "request_user_input"),
     "agents": (
         "spawn_agent",
         "delegate",
@@ -69,13 +68,12 @@ FAMILY_TOOLS: dict[str, tuple[str, ...]] = {
     "patch": ("apply_patch",),
     "search": ("glob", "grep", "list_dir"),
     "web": ("web_search", "web_fetch"),
-    "git": ("git",),
-    "history": ("workspace_log", "workspace_show", "workspace_diff", "workspace_restore"),
-    "contract": ("check_workspace_contract",),
-    "code": ("code_structure",),
+    "vcs": ("git",),
+    "workspace_history": ("workspace_log", "workspace_show", "workspace_diff", "workspace_restore"),
+    "workspace_contract": ("check_workspace_contract",),
+    "code_structure": ("code_structure",),
     "discovery": ("tool_search", "tool_suggest", "read_task_output"),
-    "media": ("image_generation",),
-    "image": ("view_image",),
+    "image": ("image_generation", "view_image"),
     "browser": ("browser",),
 }
 

@@ -4,7 +4,7 @@ Checkpoints live in a git directory of their own under the per-user state folder
 (:mod:`._store`), never in the user's repository; :func:`around_call` records them around
 each Exclusive call (:mod:`._hook`); the tools ``workspace_log``, ``workspace_show``,
 ``workspace_diff`` and ``workspace_restore`` read and restore them
-(:mod:`octos_tools.builtins.history`). See docs/history.md.
+(:mod:`octos_tools.builtins.workspace_history._history_tools`). See docs/history.md.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ An entry is ``host`` or ``host:port``:
 
 Only an IP address entry opens a private address (loopback, RFC 1918, link-local...): a
 listed *name* that resolves to a private address is still refused by web_fetch's SSRF guard
-(:mod:`octos_tools.builtins.web.guard`), so DNS cannot turn an allowed name into a way to
+(:mod:`octos_tools.builtins.web._guard`), so DNS cannot turn an allowed name into a way to
 the metadata service or the host's loopback.
 
 Stdlib only: :mod:`octos_tools.config` imports this module to validate the entries.

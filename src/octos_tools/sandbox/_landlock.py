@@ -31,7 +31,7 @@ are writable *during* a command, and the git guard (:mod:`._git_guard`) puts the
 it. What it cannot enforce: ``/proc/<pid>/cmdline`` of host processes stays readable (no
 ptrace check guards it, and a rule cannot name a pid folder that does not exist yet);
 ``octos-tools sandbox check`` and docs/sandbox.md say so. The command's shell runs below a
-subreaper launcher (:func:`octos_tools.builtins.runtime.process_tree.reap_as_init`) that
+subreaper launcher (:func:`octos_tools.builtins.runtime._process_tree.reap_as_init`) that
 kills what it leaves running, as bubblewrap's pid namespace does.
 """
 

@@ -420,8 +420,7 @@ def run_check(engine: str, mode: SandboxMode) -> list[ProbeResult]:
     """
     import asyncio
 
-    from ..builtins.runtime.capture import OutputCapture
-    from ..builtins.runtime.command import run_to_completion
+    from ..builtins.runtime import OutputCapture, run_to_completion
 
     async def run(ps: ProbeSet) -> str:
         proc, _ = await run_to_completion(

@@ -17,7 +17,7 @@ section 9.3.6 and 7.1):
 
 The check, in order: ``host:port`` must match an ``allowed_hosts`` entry
 (:mod:`._egress`); then the host is resolved *once* by web_fetch's SSRF guard
-(:func:`octos_tools.builtins.web.guard.check_host`): every address must be public unless
+(:func:`octos_tools.builtins.web.check_host`): every address must be public unless
 the address itself is listed; the connection goes to the address the guard approved (no
 second lookup, so DNS rebinding cannot redirect it). Anything else is answered
 ``403 Forbidden`` with a one-line reason (``400`` for a malformed request, ``502`` when
@@ -286,7 +286,7 @@ class EgressProxy:
 async def _connect(host: str, port: int, rules: HostRules) -> anyio.abc.SocketStream:
     """Check ``host:port`` against ``rules`` and the SSRF guard, then connect to the
     address the guard approved."""
-    from ..builtins.web.guard import HostAllowList, check_host
+    from ..builtins.web import HostAllowList, check_host
     from ..errors import ErrorKind, ToolError
 
     if not host.isascii():

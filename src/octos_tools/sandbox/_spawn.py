@@ -5,8 +5,10 @@ as the process)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -213,6 +215,9 @@ class Sandbox:
                 sync_fd = os.dup(channel)  # bwrap holds it until the sandbox ends
                 fds += [channel, sync_fd]
                 visible = [*visible, os.path.dirname(_bridge.interpreter())]
+            # the server's own Python environment stays visible (read-only) when it lies
+            # under the replaced /tmp: `python` on the PATH the server was started with
+            visible = [*visible, *_own_environment()]
             home_bind = None
             if s.private_home:
                 home_bind = (self.home, self.home)
@@ -375,6 +380,13 @@ def sandbox_for(settings: SandboxSettings) -> Sandbox:
         if box is None:
             box = _sandboxes[settings] = Sandbox(settings)
         return box
+
+
+@functools.cache
+def _own_environment() -> tuple[str, ...]:
+    """The server's own virtual environment and interpreter folder (:func:`_environment_roots`
+    of ``sys.executable``), computed once."""
+    return tuple(_environment_roots(sys.executable))
 
 
 def _environment_roots(program: str) -> list[str]:

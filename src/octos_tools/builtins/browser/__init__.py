@@ -1,20 +1,26 @@
 """``browser``: a headless Chromium driven by actions (octos ``browser``; extra ``browser``).
 
-* :mod:`.tool`: the tool and its actions;
-* :mod:`._pool`: the running browsers, one per session (start, idle close);
-* :mod:`._session`: one Chromium per session (start, close, sandbox);
-* :mod:`._routing`: every request of the page fetched through the SSRF guard of
-  ``web_fetch``.
+Rules: every request of the page (navigation, redirects, sub-resources, fetch/XHR) goes
+through the SSRF guard of :mod:`octos_tools.builtins.web`; one browser per session, never
+shared; Playwright is imported only when the tool runs, and without Playwright or Chromium
+the tool stays registered and answers ``unavailable`` with the install command.
 
-Playwright is imported only when the tool runs. The tool is registered even when Playwright
-or Chromium is missing: it then answers ``unavailable`` with the install command.
+* :mod:`._browser_tool`: the tool and its actions;
+* :mod:`._pool`: the running browsers, one per session (start, idle close);
+* :mod:`._chromium`: one Chromium (find, start, close, sandbox);
+* :mod:`._routing`: every request of the page fetched through the guard.
+
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tool import INSTALL_HINT, BrowserTool
+from ._browser_tool import INSTALL_HINT, BrowserTool
 
 if TYPE_CHECKING:
     from ...config import Config

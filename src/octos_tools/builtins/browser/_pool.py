@@ -17,7 +17,7 @@ import anyio
 
 from ...config import WebConfig
 from ...errors import ErrorKind, ToolError
-from ._session import BrowserSession, find_chromium
+from ._chromium import BrowserSession, find_chromium
 
 __all__ = ["INSTALL_HINT", "BrowserPool", "first_line"]
 

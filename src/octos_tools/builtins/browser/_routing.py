@@ -5,7 +5,7 @@ Chromium never reaches the network itself: the page's context routes every reque
 
 * refuses anything but ``http`` / ``https`` (``data:``, ``blob:`` and ``about:`` never reach
   the network and are not routed), and every WebSocket (:meth:`GuardedFetcher.refuse_websocket`);
-* checks the host with :func:`~octos_tools.builtins.web.guard.check_host` (resolved once per
+* checks the host with :func:`~octos_tools.builtins.web.check_host` (resolved once per
   host and port, every address public unless allow-listed) and refuses with
   ``blockedbyclient``, recording why;
 * fetches it with the pinned client of ``web_fetch`` (:mod:`..web._net`: the connection goes
@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 
 from ...config import WebConfig
 from ...errors import ToolError
-from ..web.fetch import MAX_REDIRECTS, canonical_numeric_host
-from ..web.guard import HostAllowList, check_host
+from ..web import MAX_REDIRECTS, HostAllowList, canonical_numeric_host, check_host
 
 if TYPE_CHECKING:
     import httpx2

@@ -1,31 +1,33 @@
 """Discovery tools: many tools, few tokens, every tool one call away.
 
-A host defers low-use tools so the first model request stays small (octos's deferred
-tool groups); these tools let the model find and load what it needs, and read the output
-of background (spawn-only) tasks in pieces instead of flooding its context.
+Rules: the catalog is every tool a policy allows, deferred ones included, never a denied
+one; what the tools see and change is the caller's view (the session's when the call has
+``ctx.session``, else the registry's); ``activate_tools`` is registered by
+:func:`octos_tools.profile.apply_deferral`, not here.
 
-* ``tool_search`` (:mod:`.search`): the one discovery tool the default profile lists.
-  Ranks every allowed tool, deferred ones included, for a task sentence (:mod:`.ranking`,
-  over names, descriptions, tags and search hints: :mod:`.hints`); ``select:a,b`` loads
-  exact tools. ``tool_suggest`` (same ranking, older name) and ``activate_tools``
-  (:mod:`.activate`, loads groups) stay callable under their names.
-* ``read_task_output`` (:mod:`.task_output`): a task's log by head, tail, grep, line range
-  or output file.
+* :mod:`._tool_search`: ``tool_search`` (``select:a,b`` loads exact tools) and ``tool_suggest``;
+* :mod:`._activate_tools`: ``activate_tools`` (loads groups);
+* :mod:`._read_task_output`: a background task's log by head, tail, grep, lines or file;
+* :mod:`._ranking`: BM25F over names, hints, tags, descriptions and schema words;
+* :mod:`._hints`: the search hints of the built-in tools;
+* :mod:`._catalog_view`: the caller's view of the catalog, scored.
 
-What the tools see and change is the caller's view (:mod:`.catalog`): the session's when
-the call has ``ctx.session``, else the registry's.
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .activate import ActivateToolsTool
-from .catalog import DISCOVERY_TOOLS, ScoredEntry, View, score_catalog
-from .hints import BUILTIN_HINTS, hints_of
-from .ranking import Document, Scored, rank, tokenize
-from .search import ToolSearchTool, ToolSuggestTool
-from .task_output import DEFAULT_LINES, MAX_LINES, MAX_OUTPUT_BYTES, ReadTaskOutputTool
+from ._activate_tools import ActivateToolsTool
+from ._catalog_view import DISCOVERY_TOOLS, ScoredEntry, View, score_catalog
+from ._hints import BUILTIN_HINTS, hints_of
+from ._ranking import Document, Scored, rank, tokenize
+from ._read_task_output import DEFAULT_LINES, MAX_LINES, MAX_OUTPUT_BYTES, ReadTaskOutputTool
+from ._tool_search import ToolSearchTool, ToolSuggestTool
 
 if TYPE_CHECKING:
     from ...config import Config

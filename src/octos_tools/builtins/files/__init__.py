@@ -1,39 +1,44 @@
 """File tools: ``read_file``, ``diff_edit``, ``edit_file``, ``write_file``.
 
-Every path goes through :class:`~octos_tools.workspace.Workspace` (no symlink followed, no
-way out of the root) and every edit through :mod:`octos_tools.workspace.text` (BOM,
-encoding and line endings kept; bytes outside the edit never change). Writes are atomic and
-keep the file's permission bits; a full disk is ``disk_full`` and leaves the file as it was.
-Blocking file I/O runs in a worker thread so the event loop stays free.
+Rules: every path goes through :class:`~octos_tools.workspace.Workspace` (no symlink
+followed, no way out of the root) and every edit through :mod:`octos_tools.workspace.text`
+(BOM, encoding and line endings kept; bytes outside the edit never change). Writes are
+atomic and keep the file's permission bits; a full disk is ``disk_full`` and leaves the file
+as it was. Blocking file I/O runs in a worker thread. A write replaces the file (an atomic
+rename), so other hard links keep the old content; the result names those found inside the
+workspace. Differences from octos, on purpose: an empty file reads as a success,
+``end_line < start_line`` is ``invalid_arguments``, ``edit_file`` has ``replace_all`` and
+matches LF text against CRLF files, ``diff_edit`` keeps the file's line endings,
+``read_file`` shows very long lines in column ranges.
 
-Hard links: a write replaces the file with a new one (an atomic rename), so when the old
-file had other names they keep the old content; the result says so and names those found
-inside the workspace (a link to a file outside the workspace is thus never written through).
-Writing in place would keep the link but could leave a half-written file after a crash.
+* :mod:`._read_file`, :mod:`._write_file`, :mod:`._edit_file`, :mod:`._diff_edit`: the tools;
+* :mod:`._file_tool`: their base class, limits and notes; :mod:`._editing`: the shared edit step;
+* :mod:`._seen`: what a session has seen of each file (``stale_file``, unchanged reads;
+  also used by ``apply_patch``).
 
-One module per tool (:mod:`.read`, :mod:`.write`, :mod:`.edit`, :mod:`.diff`), shared parts
-in :mod:`._common` and :mod:`._editing`. Names, arguments, tags (``fs``, ``code``) and
-concurrency classes follow octos; messages are our own. Differences from octos, on purpose:
-an empty file reads as a success, ``end_line < start_line`` is ``invalid_arguments``,
-``edit_file`` has ``replace_all`` and matches LF text against CRLF files, ``diff_edit`` keeps
-the file's line endings, ``read_file`` shows very long lines in column ranges.
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._common import (
+from ._diff_edit import DiffEditTool, parse_unified_diff
+from ._edit_file import EditFileTool
+from ._file_tool import (
     MAX_EDIT_BYTES,
     MAX_FULL_READ_BYTES,
     MAX_LINE_CHARS,
     FileTool,
+    links_note,
     short_diff,
 )
-from .diff import DiffEditTool, parse_unified_diff
-from .edit import EditFileTool
-from .read import ReadFileTool
-from .write import WriteFileTool
+from ._read_file import ReadFileTool
+from ._seen import SeenFiles, seen_files
+from ._write_file import WriteFileTool
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -48,9 +53,12 @@ __all__ = [
     "EditFileTool",
     "FileTool",
     "ReadFileTool",
+    "SeenFiles",
     "WriteFileTool",
+    "links_note",
     "parse_unified_diff",
     "register",
+    "seen_files",
     "short_diff",
 ]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ErrorKind, ToolError
 from ...workspace import text as textcodec
-from ._common import MAX_EDIT_BYTES, cut_line
+from ._file_tool import MAX_EDIT_BYTES, cut_line
 
 if TYPE_CHECKING:
     from ...workspace import Workspace, WriteOutcome

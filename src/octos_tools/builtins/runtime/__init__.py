@@ -1,42 +1,36 @@
 """Runtime tools: ``shell``, ``exec_command``, ``write_stdin`` and the ``bash`` alias.
 
-Each rule lives in the module named for it:
+Rules: every command is ``sh -c`` in the sandbox of :mod:`octos_tools.sandbox`; nothing it
+starts outlives its call; its environment is scrubbed; an exit code is an answer, a timeout
+a failure. Each rule lives in the module named for it:
 
-* :mod:`.safe_policy`: the SafePolicy deny/ask rules, matched on the parsed command;
-* :mod:`.escalation`: the sandbox mode a command runs in (an approved escalation:
+* :mod:`._safe_policy`: the SafePolicy deny/ask rules, matched on the parsed command;
+* :mod:`._escalation`: the sandbox mode a command runs in (an approved escalation:
   ``danger-full-access``);
-* :mod:`.environment`: what a command's environment holds (secrets scrubbed by name and by
-  value, injection variables removed, pagers and prompts turned off) and how the host's own
-  environment is kept out of ``/proc/<pid>/environ``;
-* :mod:`.command`: one running ``sh -c``, and how it is ended so that nothing it started
-  survives (:mod:`.cgroup` where cgroup v2 is writable, else the freeze-and-kill walk of
-  :mod:`.process_tree`);
-* :mod:`.capture` and :mod:`.terminal_text`: the output kept (head and tail, cut between
+* :mod:`._environment`: what a command's environment holds (secrets scrubbed by name and
+  by value, injection variables removed, pagers and prompts off) and how the host's own
+  environment is kept out of ``/proc/<pid>/environ``; also used for ``rg``, ``git`` and hooks;
+* :mod:`._command`: one running ``sh -c`` and how it is ended (:mod:`._cgroup` where cgroup
+  v2 is writable, else the freeze-and-kill walk of :mod:`._process_tree`);
+* :mod:`._capture` and :mod:`._terminal_text`: the output kept (head and tail, cut between
   characters) and cleaned of terminal control sequences and ``\\r`` redraws;
-* :mod:`.results`: how a finished command reads (an exit is a success whatever its code; a
-  timeout is a failure);
-* :mod:`.sessions`: ``exec_command`` sessions read and written with ``write_stdin``;
-* :mod:`.tools`: the four tools and their arguments.
+* :mod:`._completion`: how a finished command reads;
+* :mod:`._exec_sessions`: ``exec_command`` sessions read and written with ``write_stdin``;
+* :mod:`._command_tools`: the four tools and their arguments.
+
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .capture import MIN_OUTPUT_BYTES, OutputCapture
-from .command import DRAIN_GRACE_SECS, KILL_GRACE_SECS, RunningCommand
-from .environment import (
-    NONINTERACTIVE_ENV,
-    command_env,
-    is_secret_name,
-    is_secret_value,
-    scrubbed_env,
-)
-from .results import exit_text, seconds
-from .safe_policy import ASK_PATTERNS, DENY_PATTERNS, check_command
-from .sessions import ExecSession, SessionManager
-from .terminal_text import clean_terminal_text
-from .tools import (
+from ._capture import MIN_OUTPUT_BYTES, OutputCapture
+from ._command import DRAIN_GRACE_SECS, KILL_GRACE_SECS, RunningCommand, run_to_completion
+from ._command_tools import (
     MAX_TIMEOUT_SECS,
     MIN_TIMEOUT_SECS,
     BashTool,
@@ -44,6 +38,17 @@ from .tools import (
     ShellTool,
     WriteStdinTool,
 )
+from ._completion import exit_text, seconds
+from ._environment import (
+    NONINTERACTIVE_ENV,
+    command_env,
+    is_secret_name,
+    is_secret_value,
+    scrubbed_env,
+)
+from ._exec_sessions import ExecSession, SessionManager
+from ._safe_policy import ASK_PATTERNS, DENY_PATTERNS, check_command
+from ._terminal_text import clean_terminal_text
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -74,6 +79,7 @@ __all__ = [
     "is_secret_name",
     "is_secret_value",
     "register",
+    "run_to_completion",
     "scrubbed_env",
     "seconds",
 ]

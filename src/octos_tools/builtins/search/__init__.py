@@ -1,16 +1,21 @@
 """Search tools: ``glob``, ``grep``, ``list_dir`` (tags ``search``, ``code``; all Safe).
 
-None of them follows a symbolic link, and all see the same files: one rule
-(:mod:`._rules`) says which exist (``.gitignore`` honoured, ``.git`` never entered, other
-hidden files kept, octos-tools' internal files hidden), applied by one Python walk
-(:mod:`._walk`) and, for ``grep`` with ripgrep, by the equivalent rg flags. Every call is
-bounded by its time limit (:mod:`._budget`).
+Rules: none follows a symbolic link, and all see the same files: one rule says which exist
+(``.gitignore`` honoured, ``.git`` never entered, other hidden files kept, octos-tools'
+internal files hidden), applied by one Python walk and, for ``grep`` with ripgrep, by the
+equivalent rg flags. Every call is bounded by its time limit.
 
-Modules, one job each: ``_rules`` (which files exist), ``_walk`` (the descriptor walk),
-``_globmatch`` (glob patterns), ``_rg`` and ``_pygrep`` (the two grep engines),
-``_linematch`` (the Python engine's killable matching process), ``_hits`` (grep results and
-the checks they pass), ``_budget`` (time limits), ``_tool`` (their base class),
-``_list_dir``, ``_glob_tool``, ``_grep_tool`` (the tools).
+* :mod:`._rules`: which files exist; :mod:`._walk`: the descriptor walk;
+* :mod:`._globmatch`: glob patterns; :mod:`._rg` and :mod:`._pygrep`: the two grep engines;
+  :mod:`._linematch`: the Python engine's killable matching process;
+* :mod:`._hits`: grep results and the checks they pass; :mod:`._budget`: time limits;
+* :mod:`._search_tool`: the tools' base class; :mod:`._glob_tool`, :mod:`._grep_tool`,
+  :mod:`._list_dir`: the tools.
+
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations

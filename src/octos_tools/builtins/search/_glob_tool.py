@@ -15,7 +15,7 @@ from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from ._budget import Budget
 from ._globmatch import GlobMatcher, State, components, glob_patterns
-from ._tool import SearchTool, check_nul, not_entered_note
+from ._search_tool import SearchTool, check_nul, not_entered_note
 from ._walk import Found, walk
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from ._hits import GrepQuery, GrepResult
 from ._pygrep import grep_python
 from ._rg import find_rg, grep_rg
 from ._rules import hidden_prefix, is_internal_path
-from ._tool import SearchTool, check_nul, not_entered_note
+from ._search_tool import SearchTool, check_nul, not_entered_note
 from ._walk import skipped_folders
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from ...errors import ErrorKind, ToolError
-from ..runtime.environment import command_env
+from ..runtime import command_env
 from ._budget import Budget, BudgetExceeded
 from ._hits import GrepQuery
 

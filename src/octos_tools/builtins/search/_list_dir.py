@@ -10,7 +10,7 @@ from ...tool import ToolResult
 from ...typed import ToolArgs
 from ...workspace import Entry, is_internal_temp_name
 from ...workspace import text as textcodec
-from ._tool import SearchTool
+from ._search_tool import SearchTool
 
 if TYPE_CHECKING:
     from ...context import ToolContext

@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ...errors import ErrorKind, ToolError
 from ...workspace import text as textcodec
-from ..runtime.environment import command_env
+from ..runtime import command_env
 from ._budget import Budget, BudgetExceeded
 from ._globmatch import expand_braces
 from ._hits import (

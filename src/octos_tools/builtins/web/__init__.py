@@ -1,15 +1,21 @@
 """Web tools: ``web_fetch`` and ``web_search`` (octos's web tools; extra ``web``).
 
-One module per job:
+Rules: every address is checked by the SSRF guard before a connection is made and the
+connection is pinned to the checked address; httpx2, bs4 and markdownify load on first use,
+never at import time; without the extra both tools are recorded in ``MISSING_EXTRAS``.
 
-* :mod:`.guard`: the SSRF guard (which addresses may be reached; also used by ``browser``);
-* :mod:`._net`: connections pinned to the guard's checked address (httpx2 / httpcore2);
-* :mod:`.content`: charset detection and HTML / XHTML to Markdown or text;
-* :mod:`.fetch`: the ``web_fetch`` tool (redirects, size cap, output);
-* :mod:`.providers`: the ``web_search`` providers (SearXNG, Brave, Tavily, DuckDuckGo);
-* :mod:`.search`: the ``web_search`` tool over the provider chain.
+* :mod:`._guard`: the SSRF guard (also ``browser``'s);
+* :mod:`._net`: connections pinned to the guard's checked address (httpx2 / httpcore2; it
+  loads httpx2, so it is not imported here: ``browser`` imports it inside its functions);
+* :mod:`._content`: charset detection and HTML / XHTML to Markdown or text;
+* :mod:`._web_fetch`: the ``web_fetch`` tool (redirects, size cap, output);
+* :mod:`._search_providers`: the ``web_search`` providers (SearXNG, Brave, Tavily, DuckDuckGo);
+* :mod:`._web_search`: the ``web_search`` tool over the provider chain.
 
-Nothing here imports httpx2, bs4 or markdownify at import time; they load on first use.
+Layout (the same in every family): this ``__init__`` is the family's public surface (its
+re-exports and ``register``); every other module is private, named after the tool it
+holds or its one job; another package imports the family only from here; tests are
+``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations
@@ -18,10 +24,9 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from .. import MISSING_EXTRAS
-from .content import decode_body, html_to_markdown, html_to_text
-from .fetch import MAX_REDIRECTS, WebFetchTool
-from .guard import HostAllowList, blocked_reason, check_host, parse_ip_literal
-from .providers import (
+from ._content import decode_body, html_to_markdown, html_to_text
+from ._guard import HostAllowList, blocked_reason, check_host, parse_ip_literal
+from ._search_providers import (
     BraveProvider,
     DuckDuckGoProvider,
     SearchHit,
@@ -30,7 +35,8 @@ from .providers import (
     TavilyProvider,
     build_providers,
 )
-from .search import WebSearchTool
+from ._web_fetch import MAX_REDIRECTS, WebFetchTool, canonical_numeric_host
+from ._web_search import WebSearchTool
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -50,6 +56,7 @@ __all__ = [
     "WebSearchTool",
     "blocked_reason",
     "build_providers",
+    "canonical_numeric_host",
     "check_host",
     "decode_body",
     "html_to_markdown",

@@ -2,7 +2,7 @@
 
 Imported only when a web tool runs, so ``octos_tools.builtins.web`` imports without the extra.
 
-How rebinding is made impossible: the SSRF guard (:mod:`.guard`) resolves a host *once* and
+How rebinding is made impossible: the SSRF guard (:mod:`._guard`) resolves a host *once* and
 checks every address; the address it approved is recorded as a *pin* for ``(host, port)``.
 The client below uses an httpcore2 connection pool whose network backend opens TCP
 connections only to pinned addresses: it never resolves a name itself, and a ``(host, port)``
