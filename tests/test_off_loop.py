@@ -179,3 +179,28 @@ async def test_plugin_calls_reach_the_main_loop_for_progress(tmp_path: Path, sit
     assert result.success and result.output == "quick"
     assert seen == [(1, 1, "done")]
     assert loop_thread == [threading.current_thread()]  # called back on the main loop
+
+
+@pytest.mark.anyio
+async def test_sigterm_does_not_wait_for_a_timed_out_plugin_thread(
+    tmp_path: Path, site: Path
+) -> None:
+    """A plugin call answered ``timeout`` while its thread still blocks (60 s here): SIGTERM
+    ends ``serve --transport http`` in seconds, not when the thread returns (the
+    interpreter joins worker threads at exit), and the answer says the code may run on."""
+    argv = [sys.executable, "-m", "octos_tools", "serve", "-t", "http", "-p", "0"]
+    argv += ["-w", str(tmp_path), "-c", str(_config(tmp_path))]
+    serve = start_http(argv, env=_env(site))
+    try:
+        async with Client(transport(serve.url, serve.token)) as client:
+            result = await client.call_tool("stall_sync", {"seconds": 60})
+        assert result.is_error and "may run on in its thread" in _text(result)
+        began = time.monotonic()
+        serve.proc.terminate()
+        code = serve.proc.wait(30)
+        assert time.monotonic() - began < 20
+        assert code == 0
+    finally:
+        if serve.proc.poll() is None:
+            serve.proc.kill()
+            serve.proc.wait(10)

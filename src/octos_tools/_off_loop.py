@@ -34,7 +34,7 @@ import anyio.to_thread
 
 from .context import ToolContext, use_context
 
-__all__ = ["run_off_loop", "wrap_off_loop"]
+__all__ = ["is_off_loop", "run_off_loop", "wrap_off_loop"]
 
 _local = threading.local()
 _WRAPPED = "_octos_off_loop"
@@ -130,6 +130,11 @@ def _wrap(method: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Any]
 
     setattr(off_loop, _WRAPPED, True)
     return off_loop
+
+
+def is_off_loop(tool: object) -> bool:
+    """Whether :func:`wrap_off_loop` wrapped ``tool`` (its calls run in worker threads)."""
+    return bool(getattr(getattr(tool, "execute_with_context", None), _WRAPPED, False))
 
 
 def wrap_off_loop(tool: object) -> None:

@@ -1095,6 +1095,28 @@ def serve(
         anyio.run(run)
     except KeyboardInterrupt:
         pass
+    _leave_abandoned_threads()
+
+
+def _leave_abandoned_threads(grace: float = 2.0) -> None:
+    """End the process now when threads other than the main one still run after serving:
+    a plugin call answered ``timeout`` whose code still blocks in its thread (Python cannot
+    stop a thread, and the interpreter joins every non-daemon thread before it exits: a
+    hung plugin would keep a SIGTERM'd ``serve`` alive forever). Threads get ``grace``
+    seconds in all to end on their own."""
+    import threading
+
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in threading.enumerate() if t.is_alive() and not t.daemon]
+    if len(left) > 1:
+        logger.warning("exiting with %d thread(s) still running (timed-out plugins)", len(left) - 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _app_for(args: list[str]) -> typer.Typer:

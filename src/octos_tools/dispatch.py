@@ -142,9 +142,16 @@ def failure_of(tool: Tool, exc: Exception, timeout: float | None) -> ToolResult:
     if isinstance(exc, ToolError):
         return ToolResult.from_error(exc)
     if isinstance(exc, TimeoutError) and timeout is not None:
+        from ._off_loop import is_off_loop
+
+        what = (
+            # Python cannot stop a thread: a plugin's blocking code runs on (docs/plugins.md)
+            "its call was abandoned (the plugin's code may run on in its thread)"
+            if is_off_loop(tool)
+            else "was stopped"
+        )
         return ToolResult.failure(
-            ErrorKind.TIMEOUT,
-            f"tool {tool.name!r} did not finish within {timeout:g} s and was stopped",
+            ErrorKind.TIMEOUT, f"tool {tool.name!r} did not finish within {timeout:g} s and {what}"
         )
     logger.error("tool %r raised", tool.name, exc_info=exc)
     return ToolResult.failure(
