@@ -6,9 +6,12 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from octos_tools.workspace import Workspace
 
 from ._web_helpers import Server, handler_for
 
@@ -37,3 +40,32 @@ def serve() -> Iterator[Callable[..., Server]]:
     for httpd in started:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.fixture
+def root(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The workspace root ``tmp_path/ws``, with a secret in a sibling sharing its prefix
+    (``ws_secret/key.txt``). A module that sets ``LINKED_ROOT = True`` (the search family) also
+    gets ``notes.txt`` and links out of the root: ``leak`` (a file), ``linkdir`` and ``rel``
+    (directories, absolute and relative) into ``tmp_path/outside``."""
+    r = tmp_path / "ws"
+    r.mkdir()
+    linked = getattr(request.module, "LINKED_ROOT", False)
+    if linked:
+        out = tmp_path / "outside"
+        out.mkdir()
+        (out / "secret.txt").write_text("TOPSECRET\n")
+    (tmp_path / "ws_secret").mkdir()
+    (tmp_path / "ws_secret" / "key.txt").write_text("TOPSECRET\n")
+    if linked:
+        (r / "notes.txt").write_text("hello\nworld\n")
+        (r / "leak").symlink_to(out / "secret.txt")
+        (r / "linkdir").symlink_to(out)
+        (r / "rel").symlink_to("../outside")
+    return r
+
+
+@pytest.fixture
+def ws(root: Path) -> Workspace:
+    """A :class:`Workspace` on :func:`root`."""
+    return Workspace(root)
