@@ -69,3 +69,9 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 def ws(root: Path) -> Workspace:
     """A :class:`Workspace` on :func:`root`."""
     return Workspace(root)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    """A :class:`Workspace` on ``tmp_path`` itself (the discovery tools' tests)."""
+    return Workspace(tmp_path)
