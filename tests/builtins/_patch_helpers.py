@@ -14,6 +14,7 @@ from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
 
 
+#: The Codex apply_patch conformance scenarios, in ``../shared`` beside the repository.
 def _find_conformance() -> Path:
     """``shared/conformance/codex-apply-patch`` in the nearest folder above the repository
     that has one (the checkout may be a worktree one level deeper)."""
@@ -49,6 +50,7 @@ _TWO_CLASSES = (
 )
 
 
+# A good first section before each refused one proves the refusal changes nothing at all.
 _GOOD_FIRST = ("*** Add File: fresh.txt", "+fresh")
 
 
@@ -61,7 +63,11 @@ _LINK = ErrorKind.SYMLINK_REFUSED
 _DIR = ErrorKind.IS_A_DIRECTORY
 
 
+#: Scenarios where we deliberately differ from Codex, and what we check instead.
+#: 015: Codex keeps the Add applied before the failing Update; our patches are atomic, so
+#: the tree must stay exactly as the input (empty).
 DELIBERATE = {"015_failure_after_partial_success_leaves_changes": "unchanged"}
 
 
+#: Scenarios Codex defines as failures (README: exit status non-zero for exactly these).
 FAILING = {"005", "006", "007", "008", "009", "012", "013", "015"}

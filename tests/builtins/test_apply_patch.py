@@ -30,8 +30,6 @@ from ._patch_helpers import (
     run,
 )
 
-#: The Codex apply_patch conformance scenarios, in ``../shared`` beside the repository.
-
 
 def _tree(root: Path) -> dict[str, tuple[str, str | bytes]]:
     """Every entry under ``root`` without following links: files by content, links by target."""
@@ -67,9 +65,6 @@ def linked_tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-# A good first section before each refused one proves the refusal changes nothing at all.
-
-
 # ----------------------------------------------------------------------------- conformance
 
 
@@ -94,12 +89,6 @@ def _snapshot(root: Path) -> dict[str, bytes | None]:
         for name in filenames:
             out[os.path.join(rel, name)] = Path(dirpath, name).read_bytes()
     return out
-
-
-#: Scenarios where we deliberately differ from Codex, and what we check instead.
-#: 015: Codex keeps the Add applied before the failing Update; our patches are atomic, so
-#: the tree must stay exactly as the input (empty).
-#: Scenarios Codex defines as failures (README: exit status non-zero for exactly these).
 
 
 @pytest.mark.anyio

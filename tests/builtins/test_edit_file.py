@@ -18,10 +18,6 @@ from .tool_helpers import kind
 pytestmark = pytest.mark.anyio
 
 
-# A ranged read keeps a 1 MiB chunk and the lines asked for; reading the file whole would
-# take at least MAX_FULL_READ_BYTES (10 MB) for the dense file and 200 MB for the sparse one.
-
-
 async def test_edit_no_match_hint_names_what_differs(root: Path, ws: Workspace) -> None:
     (root / "h.py").write_text("def f():\n    return 1\n")
     for old, says in (

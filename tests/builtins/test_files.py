@@ -18,10 +18,6 @@ from .tool_helpers import kind
 pytestmark = pytest.mark.anyio
 
 
-# A ranged read keeps a 1 MiB chunk and the lines asked for; reading the file whole would
-# take at least MAX_FULL_READ_BYTES (10 MB) for the dense file and 200 MB for the sparse one.
-
-
 # ------------------------------------------------------------------ metadata
 
 

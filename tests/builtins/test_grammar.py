@@ -14,18 +14,6 @@ from octos_tools.errors import ErrorKind, ToolError
 
 from ._patch_helpers import patch
 
-#: The Codex apply_patch conformance scenarios, in ``../shared`` beside the repository.
-
-
-# A good first section before each refused one proves the refusal changes nothing at all.
-
-
-#: Scenarios where we deliberately differ from Codex, and what we check instead.
-#: 015: Codex keeps the Add applied before the failing Update; our patches are atomic, so
-#: the tree must stay exactly as the input (empty).
-#: Scenarios Codex defines as failures (README: exit status non-zero for exactly these).
-
-
 # ----------------------------------------------------------------------------- grammar
 
 

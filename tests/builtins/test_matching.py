@@ -16,18 +16,6 @@ from octos_tools.errors import ErrorKind, ToolError
 
 from ._patch_helpers import _TWO_CLASSES, patch, run
 
-#: The Codex apply_patch conformance scenarios, in ``../shared`` beside the repository.
-
-
-# A good first section before each refused one proves the refusal changes nothing at all.
-
-
-#: Scenarios where we deliberately differ from Codex, and what we check instead.
-#: 015: Codex keeps the Add applied before the failing Update; our patches are atomic, so
-#: the tree must stay exactly as the input (empty).
-#: Scenarios Codex defines as failures (README: exit status non-zero for exactly these).
-
-
 # ----------------------------------------------------------------------------- matching
 
 
