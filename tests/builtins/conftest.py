@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from octos_tools.config import ShellConfig
 from octos_tools.workspace import Workspace
 
 from ._web_helpers import Server, handler_for
@@ -75,3 +76,9 @@ def ws(root: Path) -> Workspace:
 def workspace(tmp_path: Path) -> Workspace:
     """A :class:`Workspace` on ``tmp_path`` itself (the discovery tools' tests)."""
     return Workspace(tmp_path)
+
+
+@pytest.fixture
+def cfg() -> ShellConfig:
+    """Default shell settings (the command tools' tests)."""
+    return ShellConfig()
