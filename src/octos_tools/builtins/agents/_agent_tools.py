@@ -54,32 +54,12 @@ from ...policy import group_members
 from ...tasks import TaskRecord, TaskStatus, TaskSupervisor
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
+from .. import FAMILY_TOOLS
 
 if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "DELEGATE_ROLES",
-    "MAX_SPAWN_DEPTH",
-    "SUB_AGENT_TOOLS",
-    "AgentHub",
-    "CloseAgentTool",
-    "DelegateTool",
-    "ResumeAgentTool",
-    "SendInputTool",
-    "SpawnAgentTool",
-    "SpawnDelegate",
-    "SpawnRequest",
-    "SupportsLiveInput",
-    "SupportsPrepare",
-    "WaitAgentTool",
-    "bind_spawn_delegate",
-    "failure_kind",
-    "has_spawn_delegate",
-    "register",
-    "spawn_delegate_of",
-]
 
 #: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
 #: (octos ``spawn``: refuses at depth >= 4).
@@ -92,14 +72,7 @@ OUTPUT_PREVIEW_CHARS = 4000
 #: Characters of a failed agent's output log shown with its failure.
 OUTPUT_TAIL_CHARS = 2000
 #: The sub-agent tools (removed together from a child registry at its depth limit).
-SUB_AGENT_TOOLS = (
-    "spawn_agent",
-    "delegate",
-    "send_input",
-    "resume_agent",
-    "wait_agent",
-    "close_agent",
-)
+SUB_AGENT_TOOLS = FAMILY_TOOLS["agents"]
 
 
 @dataclass(frozen=True)
@@ -657,27 +630,22 @@ class CloseAgentTool(_AgentTool):
         return self._reply(out)
 
 
+#: The tool budget of the research roles (``reviewer`` and ``explorer``).
+_RESEARCH_TOOLS = (
+    "read_file",
+    "group:search",
+    "web_search",
+    "web_fetch",
+    "recall_memory",
+    "synthesize_research",
+)
 #: octos's role templates for ``delegate``: the tool budget each role's agent gets
 #: (``group:`` entries are expanded to tool names before the agent starts).
 DELEGATE_ROLES: dict[str, tuple[str, ...]] = {
-    "reviewer": (
-        "read_file",
-        "group:search",
-        "web_search",
-        "web_fetch",
-        "recall_memory",
-        "synthesize_research",
-    ),
+    "reviewer": _RESEARCH_TOOLS,
     "implementer": ("group:fs", "group:search", "group:runtime", "group:sessions", "group:memory"),
     "test_worker": ("read_file", "group:search", "group:runtime", "recall_memory"),
-    "explorer": (
-        "read_file",
-        "group:search",
-        "web_search",
-        "web_fetch",
-        "recall_memory",
-        "synthesize_research",
-    ),
+    "explorer": _RESEARCH_TOOLS,
 }
 DELEGATE_DEFAULT_MS = 300_000
 

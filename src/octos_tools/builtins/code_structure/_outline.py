@@ -57,17 +57,6 @@ if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "EXTENSIONS",
-    "LANGUAGES",
-    "MAX_DIR_OUTPUT_BYTES",
-    "MAX_FILES",
-    "MAX_FILE_BYTES",
-    "CodeStructureTool",
-    "outline",
-    "register",
-    "render_outline",
-]
 
 #: Largest file parsed, in bytes (octos's limit: 1 MiB).
 MAX_FILE_BYTES = 1_048_576

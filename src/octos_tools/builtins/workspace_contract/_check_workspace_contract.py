@@ -47,13 +47,6 @@ if TYPE_CHECKING:
     from ...sandbox import SandboxSettings
     from ...workspace import Workspace
 
-__all__ = [
-    "CONTRACT_FILE",
-    "CheckWorkspaceContractTool",
-    "ValidatorRun",
-    "register",
-    "run_validator",
-]
 
 CONTRACT_FILE = ".octos-workspace.toml"
 _TAIL_CHARS = 1500

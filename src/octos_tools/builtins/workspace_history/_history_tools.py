@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "WorkspaceDiffTool",
-    "WorkspaceLogTool",
-    "WorkspaceRestoreTool",
-    "WorkspaceShowTool",
-    "register",
-]
 
 _PROJECT = "Subfolder of the workspace (optional)."
 _MAX_SHOW_BYTES = 40_000
