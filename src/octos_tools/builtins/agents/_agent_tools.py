@@ -1,13 +1,13 @@
-"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor).
+"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor); the
+family's rules are in :mod:`octos_tools.builtins.agents`.
 
 ``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
 child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
 agent is a delegate's job: :class:`~octos_tools.agent.Agent` puts its native one (a child
 agent loop over a snapshot of the registry, ``octos_tools.agent.spawn``) in its session's
 ``ToolContext.extras["spawn_delegate"]``; any other host implements :class:`SpawnDelegate`
-and binds it with :func:`bind_spawn_delegate` (it wins over the context's). Without a
-delegate ``spawn_agent`` fails with ``not_configured``; :func:`has_spawn_delegate` says
-whether a registry (and a context) has one.
+and binds it with :func:`bind_spawn_delegate` (it wins over the context's);
+:func:`has_spawn_delegate` says whether a registry (and a context) has one.
 
 Each call acts on the task supervisor of the registry running it (``ctx.registry``), the
 one ``read_task_output`` reads: the tools are shared by a registry and the registries
@@ -20,8 +20,6 @@ derived from it (``rebind_cwd``, ``snapshot_excluding``), their agents are not.
 * ``wait_agent {ids, timeout_ms}`` waits until every agent is finished or the time is up and
   reports each status and ``timed_out`` (success either way, as in octos).
 * ``close_agent`` cancels a running agent.
-* Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``),
-  nor one at or beyond a delegate's own ``max_depth`` (``policy_denied``).
 * A sync ``spawn_agent`` or a ``delegate`` whose agent failed, was cancelled or ran out of
   time answers a typed failure (``process_failed`` or the agent's own kind, ``cancelled``,
   ``timeout``) with the tail of the agent's output log; ``wait_agent`` reports the same
