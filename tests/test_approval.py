@@ -73,15 +73,11 @@ def _read_until(fd: int, needle: bytes, timeout: float = 60.0) -> bytes:
     return seen
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("answer", ["y", "n"])
-def test_call_on_a_terminal_prompts(tmp_path: Path, answer: str) -> None:
-    ws = tmp_path / "ws"
-    (ws / "build").mkdir(parents=True)
+def _call_on_a_terminal(ws: Path, args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``octos-tools call exec_command ARGS -w WS`` on a new pseudo-terminal: the process and
+    the terminal's master end (the caller closes it)."""
     master, slave = os.openpty()
     env = {**os.environ, "PYTHONPATH": str(REPO_SRC), "TERM": "dumb", "COLUMNS": "200"}
-    args = '{"cmd": "rm -r -f build && echo gone"}'
     proc = subprocess.Popen(
         [sys.executable, "-m", "octos_tools", "call", "exec_command", args, "-w", str(ws)],
         stdin=slave,
@@ -91,6 +87,17 @@ def test_call_on_a_terminal_prompts(tmp_path: Path, answer: str) -> None:
         close_fds=True,
     )
     os.close(slave)
+    return proc, master
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_call_on_a_terminal_prompts(tmp_path: Path, answer: str) -> None:
+    ws = tmp_path / "ws"
+    (ws / "build").mkdir(parents=True)
+    args = '{"cmd": "rm -r -f build && echo gone"}'
+    proc, master = _call_on_a_terminal(ws, args)
     try:
         shown = _read_until(master, b"Allow it?")
         assert b"Allow it?" in shown, shown
@@ -130,19 +137,9 @@ def test_printable_escapes_control_and_format_characters() -> None:
 def test_the_terminal_prompt_shows_control_characters_escaped(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "build").mkdir(parents=True)
-    master, slave = os.openpty()
-    env = {**os.environ, "PYTHONPATH": str(REPO_SRC), "TERM": "dumb", "COLUMNS": "200"}
     # a command that would clear the line and draw a harmless-looking one over itself
     args = '{"cmd": "rm -rf build\\u001b[2K\\rls [red]x[/]"}'
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "octos_tools", "call", "exec_command", args, "-w", str(ws)],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        close_fds=True,
-    )
-    os.close(slave)
+    proc, master = _call_on_a_terminal(ws, args)
     try:
         shown = _read_until(master, b"Allow it?")
         os.write(master, b"n\r")

@@ -61,6 +61,7 @@ __all__ = [
     "HookInput",
     "HookOutput",
     "HookSet",
+    "HooksOwner",
     "compile_matcher",
 ]
 
@@ -339,6 +340,42 @@ class HookSet:
 
     def __repr__(self) -> str:
         return f"HookSet({list(self._hooks)!r})"
+
+
+class HooksOwner:
+    """``add_hook`` / ``remove_hook`` over the owner's :attr:`hooks`: the conveniences of a
+    :class:`~octos_tools.registry.ToolRegistry` (every session's calls) and a
+    :class:`~octos_tools.session.ToolSession` (its own calls, after the registry's).
+    """
+
+    __slots__ = ()
+
+    @property
+    def hooks(self) -> HookSet:
+        """The owner's :class:`HookSet` (each owner defines it)."""
+        raise NotImplementedError
+
+    def add_hook(
+        self,
+        event: str,
+        callback: HookCallback,
+        *,
+        matcher: str = "",
+        fail_closed: bool = False,
+    ) -> Hook:
+        """``self.hooks.add(...)`` (:meth:`HookSet.add`: arguments and errors there).
+
+        Returns:
+            The :class:`Hook` (for :meth:`remove_hook`).
+
+        Raises:
+            ValueError: for an unknown event or an invalid matcher.
+        """
+        return self.hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
+
+    def remove_hook(self, hook: Hook) -> bool:
+        """``self.hooks.remove(hook)``: ``False`` if ``hook`` is not one of the owner's."""
+        return self.hooks.remove(hook)
 
 
 class CommandHook:

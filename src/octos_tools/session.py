@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ._listeners import Listeners
 from .context import ToolContext
 from .execution import ToolCall, execute_batch
+from .hooks import HooksOwner
 from .lifecycle import ToolLifecycle
 from .pipeline import run_call
 from .policy import PolicyDecision
@@ -42,7 +43,7 @@ from .tool import Tool, ToolResult, ToolSpec
 from .view import ToolView
 
 if TYPE_CHECKING:
-    from .hooks import Hook, HookCallback, HookSet
+    from .hooks import HookSet
     from .registry import CatalogEntry, ToolRegistry
     from .tasks import TaskSupervisor
 
@@ -55,7 +56,7 @@ SPEC_WARNING_THRESHOLD = 25
 a model offered that many tools chooses worse)."""
 
 
-class ToolSession:
+class ToolSession(HooksOwner):
     """One host session over a shared :class:`~octos_tools.registry.ToolRegistry`.
 
     Args:
@@ -323,26 +324,6 @@ class ToolSession:
         registry's (:attr:`ToolRegistry.hooks <octos_tools.registry.ToolRegistry.hooks>`)
         around this session's calls only."""
         return self.view.hooks
-
-    def add_hook(
-        self,
-        event: str,
-        callback: HookCallback,
-        *,
-        matcher: str = "",
-        fail_closed: bool = False,
-    ) -> Hook:
-        """``session.hooks.add(...)`` (:meth:`HookSet.add <octos_tools.hooks.HookSet.add>`):
-        ``callback`` around this session's matching calls only, after the registry's.
-
-        Raises:
-            ValueError: for an unknown event or an invalid matcher.
-        """
-        return self.view.hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
-
-    def remove_hook(self, hook: Hook) -> bool:
-        """``session.hooks.remove(hook)``: ``False`` if ``hook`` is not this session's."""
-        return self.view.hooks.remove(hook)
 
     # ------------------------------------------------------------------ listeners
 

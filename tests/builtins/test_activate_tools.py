@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from octos_tools.builtins import discovery
 from octos_tools.builtins.discovery import (
     ActivateToolsTool,
 )
@@ -16,51 +11,10 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.policy import ToolPolicy
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, ToolResult
-from octos_tools.workspace import Workspace
 
-from ..helpers import EchoTool
+from ._discovery_helpers import _call, _registry
 
 # ------------------------------------------------------------------------------ fixtures
-
-
-def _stand_in(name: str, description: str, tags: tuple[str, ...] = ()) -> EchoTool:
-    return EchoTool(name, description=description, tags=tags)
-
-
-def _registry(workspace: Workspace | None = None, *, session_key: str = "s1") -> ToolRegistry:
-    """Discovery tools plus stand-ins named like the runtime and web tools (the names
-    matter: deferral and activation go by the seed's group table)."""
-    registry = ToolRegistry(workspace, session_key=session_key)
-    registry.register(_stand_in("read_file", "Read a text file of the workspace.", ("fs",)))
-    registry.register(_stand_in("grep", "Search file contents with a regex.", ("search",)))
-    registry.register(
-        _stand_in("shell", "Run a shell command and return its output.", ("runtime",))
-    )
-    registry.register(
-        _stand_in("exec_command", "Start a program in a pseudo-terminal session.", ("runtime",))
-    )
-    registry.register(_stand_in("write_stdin", "Type into a running session.", ("runtime",)))
-    registry.register(_stand_in("web_search", "Search the internet for pages.", ("web",)))
-    registry.register(
-        _stand_in("web_fetch", "Download a web page and convert it to markdown.", ("web",))
-    )
-    discovery.register(registry, workspace or Workspace(os.getcwd()), _config())
-    registry.defer_group("group:runtime")
-    registry.defer_group("group:web")
-    registry.register(ActivateToolsTool())
-    return registry
-
-
-def _config() -> Any:
-    from octos_tools.config import Config
-
-    return Config()
-
-
-async def _call(registry: ToolRegistry, name: str, args: JSONObject, **ctx: Any) -> ToolResult:
-    context = ToolContext(**ctx) if ctx else None
-    return await registry.execute(name, args, context)
 
 
 # ------------------------------------------------------------------------------ activate_tools
@@ -68,11 +22,6 @@ async def _call(registry: ToolRegistry, name: str, args: JSONObject, **ctx: Any)
 
 def _activate_description(registry: ToolRegistry) -> str:
     return next(s.description for s in registry.specs() if s.name == "activate_tools")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path)
 
 
 def test_activate_tools_description_never_lists_deferred_names() -> None:

@@ -55,11 +55,6 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-@pytest.fixture
-def cfg() -> ShellConfig:
-    return ShellConfig()
-
-
 def test_secret_and_injection_names_are_scrubbed() -> None:
     for name in ("GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "KEY"):
         assert is_secret_name(name), name

@@ -3,50 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from octos_tools.builtins import files
-from octos_tools.config import Config
-from octos_tools.context import ToolContext
-from octos_tools.tool import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
+from ._files_helpers import call
+from .tool_helpers import kind
+
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "ws"
-    r.mkdir()
-    (tmp_path / "ws_secret").mkdir()
-    (tmp_path / "ws_secret" / "key.txt").write_text("TOPSECRET\n")
-    return r
-
-
-@pytest.fixture
-def ws(root: Path) -> Workspace:
-    return Workspace(root)
-
-
-async def call(tool_cls: type[Tool], ws: Workspace, args: dict[str, Any], **ctx: Any) -> ToolResult:
-    tool = tool_cls(ws, Config())  # type: ignore[call-arg]
-    from octos_tools.errors import ToolError
-
-    try:
-        return await tool.execute_with_context(ToolContext(workspace=ws, **ctx), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
-
-
-def kind(result: ToolResult) -> str | None:
-    return result.error_kind.value if result.error_kind else None
-
-
-# A ranged read keeps a 1 MiB chunk and the lines asked for; reading the file whole would
-# take at least MAX_FULL_READ_BYTES (10 MB) for the dense file and 200 MB for the sparse one.
-_RANGED_READ_PEAK = 6 * 1024 * 1024
 
 
 # ------------------------------------------------------------------ diff_edit

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,27 +11,10 @@ from octos_tools.builtins.discovery import (
     hints_of,
 )
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, ToolResult
 from octos_tools.workspace import Workspace
 
 from ..helpers import EchoTool
-
-
-def _config() -> Any:
-    from octos_tools.config import Config
-
-    return Config()
-
-
-def _json(result: ToolResult) -> JSONObject:
-    """The search answer's data (kept in the metadata; the output is readable text)."""
-    assert result.success, result.output
-    assert not result.output.lstrip().startswith("{"), "the model reads text, not JSON"
-    data = (result.structured_metadata or {})["result"]
-    assert isinstance(data, dict)
-    for item in data.get("matches", data.get("suggestions", [])):
-        assert item["name"] in result.output
-    return data
+from ._discovery_helpers import _config, _json
 
 
 def test_hints_come_from_the_tool_else_the_builtin_table() -> None:

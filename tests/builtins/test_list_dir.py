@@ -8,60 +8,14 @@ import pytest
 
 from octos_tools.builtins import search
 from octos_tools.config import Config
-from octos_tools.tool import ToolResult
 from octos_tools.workspace import Workspace
 
 from .tool_helpers import call_in as run
+from .tool_helpers import kind
+
+LINKED_ROOT = True  # the root fixture adds notes.txt and links out (conftest.py)
 
 pytestmark = pytest.mark.anyio
-
-ENGINES = ["rg", "python"]
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "ws"
-    r.mkdir()
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "secret.txt").write_text("TOPSECRET\n")
-    (tmp_path / "ws_secret").mkdir()
-    (tmp_path / "ws_secret" / "key.txt").write_text("TOPSECRET\n")
-    (r / "notes.txt").write_text("hello\nworld\n")
-    (r / "leak").symlink_to(out / "secret.txt")
-    (r / "linkdir").symlink_to(out)
-    (r / "rel").symlink_to("../outside")
-    return r
-
-
-@pytest.fixture
-def ws(root: Path) -> Workspace:
-    return Workspace(root)
-
-
-def kind(result: ToolResult) -> str | None:
-    return result.error_kind.value if result.error_kind else None
-
-
-PARITY = [
-    {"pattern": "hello"},
-    {"pattern": "hello", "ignore_case": True},
-    {"pattern": "print", "context": 1},
-    {"pattern": "return", "context": 2, "path": "src"},
-    {"pattern": "hel+o", "file_pattern": "*.py"},
-    {"pattern": "hello", "file_pattern": "*.{py,ts}"},
-    {"pattern": "hello", "path": "src/util.py"},
-    {"pattern": "hello", "path": "nested"},
-    {"pattern": "hello", "path": "logs"},
-    {"pattern": "hello", "path": "nested/deeper"},
-    {"pattern": "hello", "path": "build"},
-    {"pattern": "hello", "path": "logs/x.log"},
-    {"pattern": r"^\s+return\b"},
-    {"pattern": "again$"},
-    {"pattern": "^hello"},
-    {"pattern": r"world\b"},
-    {"pattern": "nomatchanywhere"},
-]
 
 
 # ------------------------------------------------------------------ list_dir

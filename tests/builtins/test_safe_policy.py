@@ -26,11 +26,6 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
 
 
-@pytest.fixture
-def cfg() -> ShellConfig:
-    return ShellConfig()
-
-
 # ----------------------------------------------------------------------------- pure parts
 
 

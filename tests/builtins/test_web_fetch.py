@@ -5,12 +5,9 @@ from __future__ import annotations
 import gzip
 import ipaddress
 import itertools
-import json
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import anyio
@@ -23,92 +20,15 @@ from octos_tools.builtins.web import (
 )
 from octos_tools.builtins.web._web_fetch import ERROR_BODY_CHARS
 from octos_tools.config import WebConfig
-from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
-from octos_tools.tool import Tool, ToolResult
+
+from ._web_helpers import Route, Server, page, text_of
+from .tool_helpers import call
 
 pytestmark = pytest.mark.anyio
 
 
 # ------------------------------------------------------------------------- test server
-
-Route = tuple[int, dict[str, str], bytes]
-
-
-@dataclass
-class Server:
-    """A loopback HTTP server serving fixed routes and recording every request."""
-
-    routes: dict[str, Route | Callable[[BaseHTTPRequestHandler], Route]]
-    host: str = "127.0.0.1"
-    requests: list[tuple[str, str, str]] = field(default_factory=list)  # method, path, Host
-    bodies: list[bytes] = field(default_factory=list)
-    port: int = 0
-
-    def url(self, path: str = "/", host: str | None = None) -> str:
-        h = host or (f"[{self.host}]" if ":" in self.host else self.host)
-        return f"http://{h}:{self.port}{path}"
-
-    def hits(self, path: str) -> int:
-        return sum(1 for _, p, _ in self.requests if p.split("?")[0] == path)
-
-
-def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            server.bodies.append(self.rfile.read(length) if length else b"")
-            server.requests.append((self.command, self.path, self.headers.get("Host", "")))
-            route = server.routes.get(self.path.split("?")[0])
-            if route is None:
-                status, headers, body = 404, {"Content-Type": "text/plain"}, b"no such route"
-            elif callable(route):
-                status, headers, body = route(self)
-            else:
-                status, headers, body = route
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            if "Content-Length" not in headers:
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = _serve
-        do_POST = _serve
-
-    return Handler
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., Server]]:
-    started: list[ThreadingHTTPServer] = []
-
-    def start(routes: dict[str, Any], host: str = "127.0.0.1") -> Server:
-        srv = Server(routes, host)
-
-        class HTTPServer(ThreadingHTTPServer):
-            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a client that gave up (timeout tests) is not an error here
-
-        httpd = HTTPServer((host, 0), _handler(srv))
-        srv.port = httpd.server_address[1]
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-        started.append(httpd)
-        return srv
-
-    yield start
-    for httpd in started:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _ipv6_loopback() -> bool:
@@ -120,30 +40,12 @@ def _ipv6_loopback() -> bool:
         return False
 
 
-async def call(tool: Tool, args: dict[str, Any]) -> ToolResult:
-    """Run a tool directly as the registry would: a raised ToolError becomes a failure."""
-    try:
-        return await tool.execute_with_context(ToolContext(), args)
-    except ToolError as exc:
-        return ToolResult.from_error(exc)
-
-
 def fetcher(**web_config: Any) -> WebFetchTool:
     return WebFetchTool(WebConfig.model_validate(web_config))
 
 
-def page(body: str | bytes, ctype: str = "text/html; charset=utf-8", status: int = 200) -> Route:
-    data = body.encode() if isinstance(body, str) else body
-    return (status, {"Content-Type": ctype}, data)
-
-
 def redirect(to: str, status: int = 302) -> Route:
     return (status, {"Location": to}, b"")
-
-
-def text_of(result: ToolResult) -> str:
-    err = result.error or {}
-    return result.output + str(err.get("message", "")) + json.dumps(result.structured_metadata)
 
 
 @pytest.fixture

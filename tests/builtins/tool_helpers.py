@@ -41,3 +41,8 @@ def living(mark: str) -> list[str]:
         if len(parts) == 3 and mark in parts[2] and not parts[1].startswith("Z"):
             found.append(line.strip())
     return found
+
+
+def kind(result: ToolResult) -> str | None:
+    """The machine-readable error kind of ``result`` (``None`` when it succeeded)."""
+    return result.error_kind.value if result.error_kind else None

@@ -4,7 +4,8 @@ that are not an object; a response or notification gets no answer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import anyio
@@ -69,14 +70,17 @@ def test_stdio_answers_each_bad_request_with_its_id(peer: StdioPeer) -> None:
     assert peer.recv()["id"] == 100  # ...and serving goes on
 
 
-@pytest.mark.anyio
-async def test_http_answers_each_bad_request_with_its_id(workspace: Path) -> None:
+@contextlib.asynccontextmanager
+async def _http_session(
+    workspace: Path, token: str
+) -> AsyncIterator[tuple[httpx.AsyncClient, str, dict[str, str]]]:
+    """``serve --http`` on a loopback port, initialized: ``(client, url, headers)`` where the
+    headers carry the token and the session."""
     registry = build_registry(None, workspace)
     server = OctosMcpServer(registry)
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/mcp"
-    token = "rpc-errors-token-0123456789"
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
     ready = anyio.Event()
     async with anyio.create_task_group() as tg:
@@ -93,14 +97,20 @@ async def test_http_answers_each_bad_request_with_its_id(workspace: Path) -> Non
                 "mcp-session-id": init.headers["mcp-session-id"],
                 "mcp-protocol-version": "2025-06-18",
             }
-            for raw, rid, code in CASES:
-                answer = await http.post(url, content=raw, headers={**headers, **session})
-                assert answer.status_code == 400
-                reply = answer.json()
-                assert reply["id"] == rid and reply["error"]["code"] == code, (raw, reply)
-                assert int(answer.headers["content-length"]) == len(answer.content)
+            yield http, url, {**headers, **session}
         tg.cancel_scope.cancel()
     await registry.aclose()
+
+
+@pytest.mark.anyio
+async def test_http_answers_each_bad_request_with_its_id(workspace: Path) -> None:
+    async with _http_session(workspace, "rpc-errors-token-0123456789") as (http, url, headers):
+        for raw, rid, code in CASES:
+            answer = await http.post(url, content=raw, headers=headers)
+            assert answer.status_code == 400
+            reply = answer.json()
+            assert reply["id"] == rid and reply["error"]["code"] == code, (raw, reply)
+            assert int(answer.headers["content-length"]) == len(answer.content)
 
 
 # ---------------------------------------------------------------- fuzz: one reply, right id
@@ -227,39 +237,16 @@ def _messages_of(answer: httpx.Response) -> list[dict[str, object]]:
 
 @pytest.mark.anyio
 async def test_http_answers_every_malformed_request_once_with_its_id(workspace: Path) -> None:
-    registry = build_registry(None, workspace)
-    server = OctosMcpServer(registry)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/mcp"
-    token = "rpc-errors-fuzz-token-0123456789"
-    headers = {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
-    ready = anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: server.serve_http(
-                "127.0.0.1", port, sock=sock, token=token, on_ready=lambda _u: ready.set()
-            )
-        )
-        with anyio.fail_after(20):
-            await ready.wait()
-        async with httpx.AsyncClient(timeout=20) as http:
-            init = await http.post(url, json=INIT, headers=headers)
-            session = {
-                "mcp-session-id": init.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-06-18",
-            }
-            for raw, rid in _fuzz_cases():
-                answer = await http.post(url, content=raw, headers={**headers, **session})
-                messages = _messages_of(answer)
-                if rid is NO_REPLY:
-                    assert answer.status_code == 202 and messages == [], (raw, answer.text)
-                    continue
-                assert len(messages) == 1, (raw, answer.status_code, answer.text)
-                assert messages[0]["id"] == rid and "error" in messages[0], (raw, messages)
-                assert "validation error" not in answer.text.lower(), (raw, answer.text)
-        tg.cancel_scope.cancel()
-    await registry.aclose()
+    async with _http_session(workspace, "rpc-errors-fuzz-token-0123456789") as (http, url, headers):
+        for raw, rid in _fuzz_cases():
+            answer = await http.post(url, content=raw, headers=headers)
+            messages = _messages_of(answer)
+            if rid is NO_REPLY:
+                assert answer.status_code == 202 and messages == [], (raw, answer.text)
+                continue
+            assert len(messages) == 1, (raw, answer.status_code, answer.text)
+            assert messages[0]["id"] == rid and "error" in messages[0], (raw, messages)
+            assert "validation error" not in answer.text.lower(), (raw, answer.text)
 
 
 def test_invalid_id_error_names_what_the_id_was() -> None:

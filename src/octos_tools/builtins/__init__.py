@@ -1,4 +1,4 @@
-"""Built-in tools, one module per family; :func:`register_builtins` registers them all.
+"""Built-in tools, one package per family; :func:`register_builtins` registers them all.
 
 Each family module exposes ``register(registry, workspace, config) -> None``. A family whose
 optional extra is not installed registers nothing and records, in :data:`MISSING_EXTRAS`,
@@ -8,6 +8,12 @@ which extra would add each missing tool (``octos-tools tools`` shows it).
 so a one-shot call (``octos-tools call NAME``) imports only the families that call needs
 (:func:`families_for`); ``tests/test_call_fast_path.py`` checks the table against what each
 family's ``register`` does, so it cannot drift.
+
+Layout (the same in every family): a family is a package; its ``__init__`` is the family's
+public surface (its re-exports and ``register``) and its docstring holds the family's own
+rules; every other module is private, named after the tool it holds or its one job; another
+package imports the family only from here; tests are ``tests/builtins/test_<module>.py``, one
+per module, ``test_<family>.py`` for the family.
 """
 
 from __future__ import annotations

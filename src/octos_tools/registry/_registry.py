@@ -30,7 +30,7 @@ from ..arguments import (
 )
 from ..context import ToolContext
 from ..errors import ErrorKind, ToolError
-from ..hooks import HookSet
+from ..hooks import HookSet, HooksOwner
 from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
     from ..audit import AuditLog
-    from ..hooks import Hook, HookCallback
     from ..session import ToolSession
     from ..tracing import Tracing
     from ..view import ToolView
@@ -63,7 +62,7 @@ _FRESH_IN_CLONE = frozenset({"supervisor", "session_key"})
 task ledger and no session key)."""
 
 
-class ToolRegistry:
+class ToolRegistry(HooksOwner):
     """The tools, policies and groups a host serves, shared by all its sessions.
 
     Args:
@@ -431,27 +430,6 @@ class ToolRegistry:
             del self._spawn_only[name]
 
     # ------------------------------------------------------------------ stages
-
-    def add_hook(
-        self,
-        event: str,
-        callback: HookCallback,
-        *,
-        matcher: str = "",
-        fail_closed: bool = False,
-    ) -> Hook:
-        """Run ``callback`` around every matching call of every session: a convenience for
-        ``registry.hooks.add(...)`` (:meth:`HookSet.add <octos_tools.hooks.HookSet.add>`,
-        arguments and errors there).
-
-        Returns:
-            The :class:`~octos_tools.hooks.Hook` (for :meth:`remove_hook`).
-        """
-        return self._hooks.add(event, callback, matcher=matcher, fail_closed=fail_closed)
-
-    def remove_hook(self, hook: Hook) -> bool:
-        """``registry.hooks.remove(hook)``: ``False`` if ``hook`` was not added here."""
-        return self._hooks.remove(hook)
 
     @property
     def hooks(self) -> HookSet:

@@ -1,13 +1,13 @@
-"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor).
+"""Sub-agent tools (Codex's agent tools as octos registers them, over the task supervisor); the
+family's rules are in :mod:`octos_tools.builtins.agents`.
 
 ``spawn_agent``, ``send_input``, ``resume_agent``, ``wait_agent`` and ``close_agent`` manage
 child agents as tasks of the registry's :class:`~octos_tools.tasks.TaskSupervisor`. Running an
 agent is a delegate's job: :class:`~octos_tools.agent.Agent` puts its native one (a child
 agent loop over a snapshot of the registry, ``octos_tools.agent.spawn``) in its session's
 ``ToolContext.extras["spawn_delegate"]``; any other host implements :class:`SpawnDelegate`
-and binds it with :func:`bind_spawn_delegate` (it wins over the context's). Without a
-delegate ``spawn_agent`` fails with ``not_configured``; :func:`has_spawn_delegate` says
-whether a registry (and a context) has one.
+and binds it with :func:`bind_spawn_delegate` (it wins over the context's);
+:func:`has_spawn_delegate` says whether a registry (and a context) has one.
 
 Each call acts on the task supervisor of the registry running it (``ctx.registry``), the
 one ``read_task_output`` reads: the tools are shared by a registry and the registries
@@ -20,8 +20,6 @@ derived from it (``rebind_cwd``, ``snapshot_excluding``), their agents are not.
 * ``wait_agent {ids, timeout_ms}`` waits until every agent is finished or the time is up and
   reports each status and ``timed_out`` (success either way, as in octos).
 * ``close_agent`` cancels a running agent.
-* Nesting is limited: a call with ``ctx.spawn_depth >= 4`` may not spawn (octos ``spawn``),
-  nor one at or beyond a delegate's own ``max_depth`` (``policy_denied``).
 * A sync ``spawn_agent`` or a ``delegate`` whose agent failed, was cancelled or ran out of
   time answers a typed failure (``process_failed`` or the agent's own kind, ``cancelled``,
   ``timeout``) with the tail of the agent's output log; ``wait_agent`` reports the same
@@ -54,32 +52,12 @@ from ...policy import group_members
 from ...tasks import TaskRecord, TaskStatus, TaskSupervisor
 from ...tool import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
+from .. import FAMILY_TOOLS
 
 if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "DELEGATE_ROLES",
-    "MAX_SPAWN_DEPTH",
-    "SUB_AGENT_TOOLS",
-    "AgentHub",
-    "CloseAgentTool",
-    "DelegateTool",
-    "ResumeAgentTool",
-    "SendInputTool",
-    "SpawnAgentTool",
-    "SpawnDelegate",
-    "SpawnRequest",
-    "SupportsLiveInput",
-    "SupportsPrepare",
-    "WaitAgentTool",
-    "bind_spawn_delegate",
-    "failure_kind",
-    "has_spawn_delegate",
-    "register",
-    "spawn_delegate_of",
-]
 
 #: Deepest ``ctx.spawn_depth`` that may still spawn a child is ``MAX_SPAWN_DEPTH - 1``
 #: (octos ``spawn``: refuses at depth >= 4).
@@ -92,14 +70,7 @@ OUTPUT_PREVIEW_CHARS = 4000
 #: Characters of a failed agent's output log shown with its failure.
 OUTPUT_TAIL_CHARS = 2000
 #: The sub-agent tools (removed together from a child registry at its depth limit).
-SUB_AGENT_TOOLS = (
-    "spawn_agent",
-    "delegate",
-    "send_input",
-    "resume_agent",
-    "wait_agent",
-    "close_agent",
-)
+SUB_AGENT_TOOLS = FAMILY_TOOLS["agents"]
 
 
 @dataclass(frozen=True)
@@ -657,27 +628,22 @@ class CloseAgentTool(_AgentTool):
         return self._reply(out)
 
 
+#: The tool budget of the research roles (``reviewer`` and ``explorer``).
+_RESEARCH_TOOLS = (
+    "read_file",
+    "group:search",
+    "web_search",
+    "web_fetch",
+    "recall_memory",
+    "synthesize_research",
+)
 #: octos's role templates for ``delegate``: the tool budget each role's agent gets
 #: (``group:`` entries are expanded to tool names before the agent starts).
 DELEGATE_ROLES: dict[str, tuple[str, ...]] = {
-    "reviewer": (
-        "read_file",
-        "group:search",
-        "web_search",
-        "web_fetch",
-        "recall_memory",
-        "synthesize_research",
-    ),
+    "reviewer": _RESEARCH_TOOLS,
     "implementer": ("group:fs", "group:search", "group:runtime", "group:sessions", "group:memory"),
     "test_worker": ("read_file", "group:search", "group:runtime", "recall_memory"),
-    "explorer": (
-        "read_file",
-        "group:search",
-        "web_search",
-        "web_fetch",
-        "recall_memory",
-        "synthesize_research",
-    ),
+    "explorer": _RESEARCH_TOOLS,
 }
 DELEGATE_DEFAULT_MS = 300_000
 

@@ -10,10 +10,7 @@ the tool stays registered and answers ``unavailable`` with the install command.
 * :mod:`._chromium`: one Chromium (find, start, close, sandbox);
 * :mod:`._routing`: every request of the page fetched through the guard.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

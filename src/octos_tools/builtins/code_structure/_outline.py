@@ -1,4 +1,5 @@
-"""``code_structure``: the outline of source files (octos ``code_structure``; extra ``code``).
+"""The ``code_structure`` tool: parsers per language and the outline (the family's rules are in
+:mod:`octos_tools.builtins.code_structure`).
 
 ``code_structure {path, language?}`` parses a file with tree-sitter and lists its functions
 (and methods, with their class / impl / receiver), classes (and structs, enums, traits,
@@ -19,8 +20,7 @@ grammars (the 1.x line downloads them at run time, which is not acceptable here)
 Python, JavaScript (also JSX), TypeScript, TSX, Rust, Go; the language comes from the file
 extension unless ``language`` is given.
 
-Only definitions at module level or inside a class-like body are listed: the bodies of
-functions are not searched (nested helpers are implementation detail). Constants are
+The bodies of functions are not searched (nested helpers are implementation detail). Constants are
 Python module-level ``UPPER_CASE`` assignments, JS/TS top-level ``const`` bindings that are
 not functions, Rust ``const`` / ``static`` items and Go ``const`` specs.
 
@@ -57,17 +57,6 @@ if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "EXTENSIONS",
-    "LANGUAGES",
-    "MAX_DIR_OUTPUT_BYTES",
-    "MAX_FILES",
-    "MAX_FILE_BYTES",
-    "CodeStructureTool",
-    "outline",
-    "register",
-    "render_outline",
-]
 
 #: Largest file parsed, in bytes (octos's limit: 1 MiB).
 MAX_FILE_BYTES = 1_048_576

@@ -8,10 +8,7 @@ is processed) to the ``[image]`` limits; ``image_generation`` has no backend and
 * :mod:`._view_image`: sniffing, fitting, the tool (``fit_image`` is also ``browser``'s);
 * :mod:`._image_generation`: the stub.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

@@ -13,28 +13,15 @@ result says so and shows the old content). ``{path, diff}`` goes to the registry
 * :mod:`._planning`: every change worked out in memory;
 * :mod:`._apply_patch`: the tool.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations
 
-from ._apply_patch import (
-    AddFile,
-    ApplyPatchTool,
-    DeleteFile,
-    Hunk,
-    PatchOp,
-    PlannedFile,
-    UpdateFile,
-    apply_hunks,
-    parse_patch,
-    plan_patch,
-    register,
-    seek_sequence,
-)
+from ._apply_patch import ApplyPatchTool, register
+from ._grammar import AddFile, DeleteFile, Hunk, PatchOp, UpdateFile, parse_patch
+from ._matching import apply_hunks, seek_sequence
+from ._planning import PlannedFile, plan_patch
 
 __all__ = [
     "AddFile",

@@ -1,17 +1,9 @@
-"""``apply_patch``: the Codex patch envelope, applied atomically through the workspace.
+"""The ``apply_patch`` tool: plans the whole patch, checks every target, then writes it with
+:meth:`Workspace.apply_changes` (the family's rules, atomicity first, are in
+:mod:`octos_tools.builtins.patch`).
 
-One module per step: :mod:`._grammar` (the patch text → operations), :mod:`._matching`
-(finding hunks in a file), :mod:`._planning` (every change worked out in memory), and the tool
-here.
-
-Atomicity (ours, on purpose unlike Codex scenario 015): the whole patch is planned in memory,
-every target checked (regular files only, no symlinks, inside the workspace, nothing under
-``.git``), then written with :meth:`Workspace.apply_changes`: when anything fails no file
-changes, and a process killed during the commit leaves a journal that the next start rolls
-forward, so the patch ends all applied. As in Codex, Add and Move overwrite an existing
-regular file; the result then names the file overwritten and shows its old content in a diff.
-A moved file keeps its permission bits. A path leaving the workspace is
-``path_outside_workspace``, as for every tool.
+A moved file keeps its permission bits; an overwritten file's old content is shown in a diff.
+A path leaving the workspace is ``path_outside_workspace``, as for every tool.
 """
 
 from __future__ import annotations
@@ -30,8 +22,7 @@ from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from .._base import WorkspaceTool
 from ..files import MAX_EDIT_BYTES, SeenFiles, links_note, seen_files
-from ._grammar import AddFile, DeleteFile, Hunk, PatchOp, UpdateFile, parse_patch
-from ._matching import apply_hunks, seek_sequence
+from ._grammar import PatchOp, parse_patch
 from ._planning import PlannedFile, plan_patch
 
 if TYPE_CHECKING:
@@ -40,20 +31,6 @@ if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace, WriteOutcome
 
-__all__ = [
-    "AddFile",
-    "ApplyPatchTool",
-    "DeleteFile",
-    "Hunk",
-    "PatchOp",
-    "PlannedFile",
-    "UpdateFile",
-    "apply_hunks",
-    "parse_patch",
-    "plan_patch",
-    "register",
-    "seek_sequence",
-]
 
 #: Lines of unified diff shown per file in the result (the rest is counted).
 PREVIEW_LINES = 40

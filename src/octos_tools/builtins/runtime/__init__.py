@@ -18,10 +18,7 @@ a failure. Each rule lives in the module named for it:
 * :mod:`._exec_sessions`: ``exec_command`` sessions read and written with ``write_stdin``;
 * :mod:`._command_tools`: the four tools and their arguments.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

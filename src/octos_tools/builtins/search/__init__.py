@@ -12,10 +12,7 @@ equivalent rg flags. Every call is bounded by its time limit.
 * :mod:`._search_tool`: the tools' base class; :mod:`._glob_tool`, :mod:`._grep_tool`,
   :mod:`._list_dir`: the tools.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

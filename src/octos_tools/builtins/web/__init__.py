@@ -12,10 +12,7 @@ never at import time; without the extra both tools are recorded in ``MISSING_EXT
 * :mod:`._search_providers`: the ``web_search`` providers (SearXNG, Brave, Tavily, DuckDuckGo);
 * :mod:`._web_search`: the ``web_search`` tool over the provider chain.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

@@ -6,10 +6,7 @@ where that sandbox cannot be enforced a validator does not run (``sandbox_unavai
 
 * :mod:`._check_workspace_contract`: the contract file, the validators, the tool.
 
-Layout (the same in every family): this ``__init__`` is the family's public surface (its
-re-exports and ``register``); every other module is private, named after the tool it
-holds or its one job; another package imports the family only from here; tests are
-``tests/builtins/test_<module>.py``, one per module, ``test_<family>.py`` for the family.
+Layout: the one every family follows (see :mod:`octos_tools.builtins`).
 """
 
 from __future__ import annotations

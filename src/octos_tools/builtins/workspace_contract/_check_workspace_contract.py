@@ -1,4 +1,5 @@
-"""``check_workspace_contract``: is the workspace (or a project in it) ready?
+"""The contract file, its validators and the ``check_workspace_contract`` tool (the family's
+rules are in :mod:`octos_tools.builtins.workspace_contract`).
 
 octos serves ``check_workspace_contract`` for its slides and sites projects; here the
 contract is a file any project can carry, ``.octos-workspace.toml`` at the project's root::
@@ -15,10 +16,9 @@ The project is *ready* when every deliverable pattern matches at least one file 
 validator exits 0. The report names each missing deliverable and each failing validator
 with the tail of its output; ``only_not_ready`` leaves out what passed.
 
-Validators run through :func:`run_validator` in the ``read-only`` sandbox
-(:func:`octos_tools.sandbox.wrap_command`): they can read the workspace and write nothing,
-so the tool is Safe; where that sandbox cannot be enforced a validator does not run
-(``sandbox_unavailable``).
+Validators run through :func:`run_validator`, which wraps each command for the ``read-only``
+sandbox (:func:`octos_tools.sandbox.wrap_command`): they can read the workspace and write
+nothing.
 """
 
 from __future__ import annotations
@@ -47,13 +47,6 @@ if TYPE_CHECKING:
     from ...sandbox import SandboxSettings
     from ...workspace import Workspace
 
-__all__ = [
-    "CONTRACT_FILE",
-    "CheckWorkspaceContractTool",
-    "ValidatorRun",
-    "register",
-    "run_validator",
-]
 
 CONTRACT_FILE = ".octos-workspace.toml"
 _TAIL_CHARS = 1500

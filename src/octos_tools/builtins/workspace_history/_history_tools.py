@@ -1,11 +1,9 @@
-"""History tools: ``workspace_log``, ``workspace_show``, ``workspace_diff``,
-``workspace_restore`` (octos's names and arguments; octos ``crates/octos-agent/src/tools``).
+"""The four history tools, with octos's names and arguments (octos
+``crates/octos-agent/src/tools``); the family's rules are in
+:mod:`octos_tools.builtins.workspace_history`.
 
-They read and restore the checkpoints of :mod:`octos_tools.history` (docs/history.md).
 ``project`` (optional, unlike octos, whose stores are per project) narrows each tool to a
 subfolder of the workspace: the log to checkpoints touching it, ``file`` relative to it.
-A store that cannot be used answers ``history_unavailable`` with the cause; an unknown
-checkpoint ``not_found`` naming the newest one.
 """
 
 from __future__ import annotations
@@ -30,13 +28,6 @@ if TYPE_CHECKING:
     from ...registry import ToolRegistry
     from ...workspace import Workspace
 
-__all__ = [
-    "WorkspaceDiffTool",
-    "WorkspaceLogTool",
-    "WorkspaceRestoreTool",
-    "WorkspaceShowTool",
-    "register",
-]
 
 _PROJECT = "Subfolder of the workspace (optional)."
 _MAX_SHOW_BYTES = 40_000
