@@ -319,3 +319,31 @@ def test_a_bare_cr_or_lf_in_the_head_is_refused(engine: str, web: int, tmp_path:
     good = f"GET http://127.0.0.1:{web}/ HTTP/1.1\\r\\nX: a\\r\\n\\r\\n"
     _, out = _run(f"{_py(_RAW)} {shlex.quote(good)}", engine, hosts, tmp_path)
     assert out.strip() == "HTTP/1.0 200 OK", out
+
+
+def test_one_listener_cannot_take_every_connection_slot(
+    web: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that opens many idle connections to its proxy holds at most
+    MAX_CONNECTIONS_PER_LISTENER of the proxy's slots: another sandbox's request still
+    goes through (before, one command's 256 idle connections froze everyone's egress)."""
+    from octos_tools.sandbox import _proxy
+    from octos_tools.sandbox._egress import HostRules
+
+    monkeypatch.setattr(_proxy, "MAX_CONNECTIONS", 6)
+    monkeypatch.setattr(_proxy, "MAX_CONNECTIONS_PER_LISTENER", 4)
+    proxy = _proxy.EgressProxy()
+    idle: list[socket.socket] = []
+    try:
+        greedy = proxy.tcp_port(HostRules.parse([f"127.0.0.1:{web}", "greedy.invalid"]))
+        other = proxy.tcp_port(HostRules.parse([f"127.0.0.1:{web}"]))
+        idle = [socket.create_connection(("127.0.0.1", greedy), timeout=5) for _ in range(6)]
+        time.sleep(0.3)  # accepted, each waiting for its request head
+        s = socket.create_connection(("127.0.0.1", other), timeout=5)
+        with s:
+            s.sendall(f"GET http://127.0.0.1:{web}/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            assert s.recv(4096).split(b"\r\n")[0] == b"HTTP/1.0 200 OK"
+    finally:
+        for c in idle:
+            c.close()
+        proxy.close()

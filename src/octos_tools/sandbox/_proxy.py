@@ -65,6 +65,9 @@ HEAD_TIMEOUT_SECS = 30.0
 CONNECT_TIMEOUT_SECS = 10.0
 #: Connections relayed at once, over every command.
 MAX_CONNECTIONS = 256
+#: Connections relayed at once for one listener (one bubblewrap sandbox; under Landlock,
+#: every command with the same allow-list): one command cannot take every slot.
+MAX_CONNECTIONS_PER_LISTENER = 64
 _HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"}
 )
@@ -218,19 +221,22 @@ class EgressProxy:
                     tg.cancel_scope.cancel()
 
     async def _serve(self, listener: anyio.abc.SocketListener, rules: HostRules) -> None:
+        mine = anyio.CapacityLimiter(MAX_CONNECTIONS_PER_LISTENER)
         async with listener, anyio.create_task_group() as tg:
             while True:
                 try:
                     client = await listener.accept()
                 except (anyio.ClosedResourceError, OSError):
                     return
-                tg.start_soon(self._handle, client, rules)
+                tg.start_soon(self._handle, client, rules, mine)
 
     # ---------------------------------------------------------------- one request
 
-    async def _handle(self, client: anyio.abc.SocketStream, rules: HostRules) -> None:
+    async def _handle(
+        self, client: anyio.abc.SocketStream, rules: HostRules, mine: anyio.CapacityLimiter
+    ) -> None:
         assert self._limiter is not None
-        async with self._limiter, client:
+        async with client, mine, self._limiter:
             try:
                 upstream = await self._open(client, rules)
             except _Reply as reply:
