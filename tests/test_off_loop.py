@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -204,3 +205,17 @@ async def test_sigterm_does_not_wait_for_a_timed_out_plugin_thread(
         if serve.proc.poll() is None:
             serve.proc.kill()
             serve.proc.wait(10)
+
+
+def test_call_does_not_wait_for_a_timed_out_plugin_thread(tmp_path: Path, site: Path) -> None:
+    """``octos-tools call`` of a plugin tool that times out while its thread blocks (60 s)
+    prints the timeout and exits in seconds, with the exit code of any failed call (0: the
+    failure is in the output)."""
+    argv = [sys.executable, "-m", "octos_tools", "call", "stall_sync", '{"seconds": 60}']
+    argv += ["-w", str(tmp_path), "-c", str(_config(tmp_path))]
+    began = time.monotonic()
+    done = subprocess.run(argv, env=_env(site), capture_output=True, text=True, timeout=40)
+    assert time.monotonic() - began < 25
+    assert "may run on in its thread" in done.stdout + done.stderr
+    assert "timeout" in done.stdout + done.stderr
+    assert done.returncode == 0, done.stderr

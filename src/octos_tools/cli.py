@@ -399,7 +399,9 @@ def call(
         message = str(err.get("message") or "").strip()
         _stderr_line("error", f"{kind}: {message}" if message else str(kind), "31")
         if exit_code:
+            _leave_abandoned_threads(code=EXIT_TOOL_FAILED)
             raise typer.Exit(EXIT_TOOL_FAILED)
+    _leave_abandoned_threads()
 
 
 def _history_call(
@@ -1098,12 +1100,12 @@ def serve(
     _leave_abandoned_threads()
 
 
-def _leave_abandoned_threads(grace: float = 2.0) -> None:
+def _leave_abandoned_threads(grace: float = 2.0, code: int = 0) -> None:
     """End the process now when threads other than the main one still run after serving:
     a plugin call answered ``timeout`` whose code still blocks in its thread (Python cannot
     stop a thread, and the interpreter joins every non-daemon thread before it exits: a
-    hung plugin would keep a SIGTERM'd ``serve`` alive forever). Threads get ``grace``
-    seconds in all to end on their own."""
+    hung plugin would keep a SIGTERM'd ``serve``, or a ``call``, alive forever). Threads get
+    ``grace`` seconds in all to end on their own; the process then exits with ``code``."""
     import threading
 
     deadline = time.monotonic() + grace
@@ -1116,7 +1118,7 @@ def _leave_abandoned_threads(grace: float = 2.0) -> None:
         logger.warning("exiting with %d thread(s) still running (timed-out plugins)", len(left) - 1)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(code)
 
 
 def _app_for(args: list[str]) -> typer.Typer:
