@@ -5,6 +5,7 @@ and changes made between calls are recorded apart from the command's."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -320,3 +321,38 @@ async def test_an_edit_after_an_outside_deletion_records_it_first(tmp_path: Path
     assert "deleted_by_user.txt" not in res.output, res.output
     assert not (tmp_path / "deleted_by_user.txt").exists()
     assert (tmp_path / "keep.txt").read_text() == "kept\n"
+
+
+def test_parallel_edits_of_one_file_each_record_their_own_checkpoint(tmp_path: Path) -> None:
+    # 12 real processes edit one file at once: none loses its update, each result names its
+    # checkpoint (or says why it was skipped), and no edit shows in the log as "outside"
+    n = 12
+    (tmp_path / "f.txt").write_text("".join(f"slot{i}\n" for i in range(n)))
+    cfg = tmp_path.parent / f"{tmp_path.name}.toml"
+    cfg.write_text("[history]\nenabled = true\n")
+    reg = _registry(tmp_path)
+    store = _store(reg)
+    store.checkpoint(None, tool="baseline")
+
+    def edit(i: int) -> subprocess.Popen[str]:
+        change = {"path": "f.txt", "old_string": f"slot{i}\n", "new_string": f"done{i}\n"}
+        cmd = [sys.executable, "-m", "octos_tools", "call", "--workspace", str(tmp_path)]
+        cmd += ["--config", str(cfg), "--json", "edit_file", json.dumps(change)]
+        return subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+        )
+
+    procs = [edit(i) for i in range(n)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err + out
+        results.append(json.loads(out))
+    assert (tmp_path / "f.txt").read_text() == "".join(f"done{i}\n" for i in range(n))
+    assert all(r["success"] for r in results), results
+    meta = [r["structured_metadata"] for r in results]
+    assert all("checkpoint" in m or m.get("checkpoint_skipped") for m in meta), meta
+    out = _git(store, "log", "--format=%s", REF)
+    assert "outside" not in out, out
+    recorded = {m["checkpoint"] for m in meta if "checkpoint" in m}
+    assert len(recorded) == sum("checkpoint" in m for m in meta)  # one each, not shared
