@@ -5,6 +5,7 @@ and changes made between calls are recorded apart from the command's."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -245,9 +246,11 @@ async def test_an_unwritable_store_never_blocks_the_edit(tmp_path: Path) -> None
     os.rename(store.git_dir / "objects.away", objects)
     res = await run(reg, "write_file", {"path": "e.txt", "content": "e\n"})
     assert res.structured_metadata["checkpoint"]  # the store heals: its tree read again
-    res = await run(reg, "exec_command", {"cmd": "true"})  # what the skipped ones missed
-    log = await _log(reg)
-    assert log[0]["tool"] == "outside" and sorted(log[0]["paths"]) == ["a.txt", "c.txt"]
+    log = await _log(reg)  # what the skipped ones missed is recorded before the edit
+    assert log[0]["tool"] == "write_file" and log[0]["paths"] == ["e.txt"]
+    assert log[1]["tool"] == "outside" and sorted(log[1]["paths"]) == ["a.txt", "c.txt"]
+    res = await run(reg, "exec_command", {"cmd": "true"})
+    assert res.structured_metadata["checkpoint_skipped"].startswith("nothing changed")
     assert _head_tree(store) == _git_tree_of_workspace(store)
 
 
@@ -293,3 +296,63 @@ async def test_an_ignored_folder_made_by_a_command_is_not_watched(tmp_path: Path
     assert store._watcher.healthy and not store._watcher.watching("node_modules/p")
     assert (await _log(reg))[0]["paths"] == ["k"], res.output
     assert _head_tree(store) == _git_tree_of_workspace(store)
+
+
+async def test_an_edit_after_an_outside_deletion_records_it_first(tmp_path: Path) -> None:
+    # the red-team case: the edit's checkpoint is the workspace as it was, so restoring it
+    # does not bring back (nor claim to recreate) what the user deleted before the edit
+    (tmp_path / "keep.txt").write_text("keep\n")
+    (tmp_path / "deleted_by_user.txt").write_text("gone soon\n")
+    reg = _registry(tmp_path)
+    store = _store(reg)
+    await run(reg, "exec_command", {"cmd": "true"})  # the watcher is on from here
+    assert store._watcher is not None
+    (tmp_path / "deleted_by_user.txt").unlink()  # outside octos-tools
+    edit = await run(
+        reg, "edit_file", {"path": "keep.txt", "old_string": "keep", "new_string": "kept"}
+    )
+    assert "deleted_by_user.txt" not in _git(store, "ls-tree", "--name-only", REF)
+    await run(reg, "exec_command", {"cmd": "rm keep.txt"})
+    log = await _log(reg)
+    assert [e["tool"] for e in log[:3]] == ["exec_command", "edit_file", "outside"]
+    assert log[2]["paths"] == ["deleted_by_user.txt"] and log[1]["paths"] == ["keep.txt"]
+    assert edit.structured_metadata["checkpoint"] == log[1]["commit"][:12]
+    res = await run(reg, "workspace_restore", {"commit": edit.structured_metadata["checkpoint"]})
+    assert "deleted_by_user.txt" not in res.output, res.output
+    assert not (tmp_path / "deleted_by_user.txt").exists()
+    assert (tmp_path / "keep.txt").read_text() == "kept\n"
+
+
+def test_parallel_edits_of_one_file_each_record_their_own_checkpoint(tmp_path: Path) -> None:
+    # 12 real processes edit one file at once: none loses its update, each result names its
+    # checkpoint (or says why it was skipped), and no edit shows in the log as "outside"
+    n = 12
+    (tmp_path / "f.txt").write_text("".join(f"slot{i}\n" for i in range(n)))
+    cfg = tmp_path.parent / f"{tmp_path.name}.toml"
+    cfg.write_text("[history]\nenabled = true\n")
+    reg = _registry(tmp_path)
+    store = _store(reg)
+    store.checkpoint(None, tool="baseline")
+
+    def edit(i: int) -> subprocess.Popen[str]:
+        change = {"path": "f.txt", "old_string": f"slot{i}\n", "new_string": f"done{i}\n"}
+        cmd = [sys.executable, "-m", "octos_tools", "call", "--workspace", str(tmp_path)]
+        cmd += ["--config", str(cfg), "--json", "edit_file", json.dumps(change)]
+        return subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy()
+        )
+
+    procs = [edit(i) for i in range(n)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err + out
+        results.append(json.loads(out))
+    assert (tmp_path / "f.txt").read_text() == "".join(f"done{i}\n" for i in range(n))
+    assert all(r["success"] for r in results), results
+    meta = [r["structured_metadata"] for r in results]
+    assert all("checkpoint" in m or m.get("checkpoint_skipped") for m in meta), meta
+    out = _git(store, "log", "--format=%s", REF)
+    assert "outside" not in out, out
+    recorded = {m["checkpoint"] for m in meta if "checkpoint" in m}
+    assert len(recorded) == sum("checkpoint" in m for m in meta)  # one each, not shared

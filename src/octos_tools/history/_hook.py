@@ -92,18 +92,37 @@ async def around_call(
     if store is None and reason is None:  # history off
         return await call()
     paths = _target_paths(ws, name, args) if is_file else None
+    holder: HistoryStore | None = None
     if store is not None:
         try:
+            if is_file:  # before, call and after as one: no other process records between
+                await anyio.to_thread.run_sync(store.hold)
+                holder = store
             await anyio.to_thread.run_sync(_before, store, paths)
         except HistoryUnavailable as exc:
             store, reason = None, str(exc)
-    result = await call()
-    if is_file and not result.success:
-        return result  # a failed write changed nothing
-    if store is None:
-        return _annotate(result, None, reason)
-    changed = sorted({*result.modified_files, *(paths or [])}) if is_file else None
-    summary = "" if is_file else _command_summary(args)
+    try:
+        result = await call()
+        if is_file and not result.success:
+            return result  # a failed write changed nothing
+        if store is None:
+            return _annotate(result, None, reason)
+        return await _after(store, result, name, args, ctx, paths)
+    finally:
+        if holder is not None:
+            holder.release()
+
+
+async def _after(
+    store: HistoryStore,
+    result: ToolResult,
+    name: str,
+    args: Any,
+    ctx: ToolContext,
+    paths: list[str] | None,
+) -> ToolResult:
+    changed = sorted({*result.modified_files, *(paths or [])}) if paths is not None else None
+    summary = "" if paths is not None else _command_summary(args)
     try:
         cp = await anyio.to_thread.run_sync(
             lambda: store.checkpoint(
@@ -116,23 +135,28 @@ async def around_call(
         )
     except HistoryUnavailable as exc:
         return _annotate(result, None, str(exc))
-    return _annotate(result, cp.short if cp is not None else None, None)
+    if cp is None:
+        return _annotate(result, None, "nothing changed since the newest checkpoint", quiet=True)
+    return _annotate(result, cp.short, None)
 
 
 def _before(store: HistoryStore, paths: list[str] | None) -> None:
     if store.head() is None:
         store.checkpoint(None, tool="baseline", summary="the workspace before the first change")
-    elif paths is None or not store.known_unchanged(paths):
-        store.checkpoint(paths, tool="outside", summary="changes made outside octos-tools")
+    elif paths is None or store.has_pending() or not store.known_unchanged(paths):
+        summary = "changes made outside octos-tools"
+        store.checkpoint(paths, tool="outside", summary=summary, pending=True)
 
 
-def _annotate(result: ToolResult, checkpoint: str | None, skipped: str | None) -> ToolResult:
-    if checkpoint is None and skipped is None:
-        return result
+def _annotate(
+    result: ToolResult, checkpoint: str | None, skipped: str | None, *, quiet: bool = False
+) -> ToolResult:
     meta = dict(result.structured_metadata or {})
     if checkpoint is not None:
         meta["checkpoint"] = checkpoint
         return dataclasses.replace(result, structured_metadata=meta)
     meta["checkpoint_skipped"] = skipped
+    if quiet:
+        return dataclasses.replace(result, structured_metadata=meta)
     output = f"{result.output}\n[checkpoint skipped: {skipped}]"
     return dataclasses.replace(result, output=output, structured_metadata=meta)

@@ -169,6 +169,8 @@ class HistoryStore:
         self._watch_failed = False  # too many folders, or no inotify: do not try again
         self._pending = Changes()  # told by the watcher, not yet recorded
         self._ignored: dict[str, bool] = {}  # check-ignore's answers, until a scan
+        self._lost = False  # the watcher lost count of changes: the next record scans all
+        self._held: int | None = None  # the lock's fd while held by hold()
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitRunner(self.git_dir, folder / "index", root)
@@ -189,29 +191,57 @@ class HistoryStore:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the store's lock (waits up to 10 s, then :class:`HistoryUnavailable`)."""
-        if fcntl is None:  # pragma: no cover
+        """Hold the store's lock (waits up to 10 s, then :class:`HistoryUnavailable`); taken
+        at once while this process holds it (:meth:`hold`)."""
+        if self._held is not None:
             yield
             return
+        fd = self._acquire()
+        try:
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def hold(self) -> None:
+        """Take the store's lock until :meth:`release` (a file tool's records before and
+        after its call and the call itself, so another process's checkpoint cannot take
+        this call's change as its own). Waits as :meth:`locked`.
+
+        Raises:
+            HistoryUnavailable: the lock cannot be had (the reason in the message).
+        """
+        if self._held is None:
+            self._held = self._acquire() or -1
+
+    def release(self) -> None:
+        """Give back the lock taken by :meth:`hold` (nothing when not held)."""
+        fd, self._held = self._held, None
+        if fd is not None and fd >= 0:
+            os.close(fd)
+
+    def _acquire(self) -> int | None:
+        if fcntl is None:  # pragma: no cover
+            return None
         try:
             fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise HistoryUnavailable(f"the history lock cannot be opened: {exc}") from None
-        try:
-            deadline = time.monotonic() + _LOCK_WAIT_SECS
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise HistoryUnavailable(
-                            "the history store is busy (its lock is held by another process)"
-                        ) from None
-                    time.sleep(0.005)
-            yield
-        finally:
-            os.close(fd)
+        deadline = time.monotonic() + _LOCK_WAIT_SECS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise HistoryUnavailable(
+                        "the history store is busy (its lock is held by another process)"
+                    ) from None
+                time.sleep(0.005)
+            except OSError as exc:
+                os.close(fd)
+                raise HistoryUnavailable(f"the history lock cannot be taken: {exc}") from None
 
     # ------------------------------------------------------------------ head
 
@@ -410,9 +440,16 @@ class HistoryStore:
             self._watcher.close()
             self._watcher = None
             self._pending = Changes()
+            self._lost = True
             return
         self._pending.paths |= got.paths
         self._pending.folders |= got.folders
+
+    def has_pending(self) -> bool:
+        """Whether the watcher told of changes not recorded yet, or lost count of them
+        (cheap: one non-blocking read of its queue)."""
+        self._drain()
+        return self._lost or bool(self._pending.paths or self._pending.folders)
 
     def close(self) -> None:
         """Stop watching the workspace (the store stays usable: commands scan the tree)."""
@@ -430,9 +467,12 @@ class HistoryStore:
         call_id: str = "",
         session: str = "",
         summary: str = "",
+        pending: bool = False,
     ) -> Checkpoint | None:
         """Record the workspace (``paths`` only, or everything when ``None``) as a checkpoint;
-        ``None`` when nothing changed since the newest one.
+        ``None`` when nothing changed since the newest one. ``pending``: with ``paths``, also
+        what the watcher told changed (a scan of all when it lost count), so the checkpoint
+        before a file tool's call is the whole workspace as it is (a command's always is).
 
         Raises:
             HistoryUnavailable: the store cannot be written (the reason in the message).
@@ -443,21 +483,26 @@ class HistoryStore:
                 if head is None:  # the first checkpoint records the whole tree
                     return self._whole(None, tool, call_id, session, summary)
                 self._drain()
-                if paths is not None:
-                    return self._some(head, paths, (), tool, call_id, session, summary)
-                pending = self._pending
+                if paths is not None and (
+                    not pending or (self._watcher is None and not self._lost)
+                ):
+                    cp = self._some(head, paths, (), tool, call_id, session, summary)
+                    self._pending.paths.difference_update(paths)  # recorded now
+                    return cp
+                told = self._pending
                 if self._watcher is None or any(
-                    p.rpartition("/")[2] == ".gitignore" for p in pending.paths
+                    p.rpartition("/")[2] == ".gitignore" for p in told.paths
                 ):
                     return self._whole(head, tool, call_id, session, summary)
                 self._pending = Changes()
                 try:
                     return self._some(
-                        head, pending.paths, pending.folders, tool, call_id, session, summary
-                    )
+                        head, {*told.paths, *(paths or ())}, told.folders,
+                        tool, call_id, session, summary,
+                    )  # fmt: skip
                 except BaseException:
-                    self._pending.paths |= pending.paths  # told again at the next one
-                    self._pending.folders |= pending.folders
+                    self._pending.paths |= told.paths  # told again at the next one
+                    self._pending.folders |= told.folders
                     raise
         except GitError as exc:
             raise HistoryUnavailable(str(exc)) from None
@@ -476,6 +521,7 @@ class HistoryStore:
     ) -> Checkpoint | None:
         """A checkpoint of the whole tree by git (the index's stat cache)."""
         self._ignored.clear()  # the rules may have changed (a .gitignore)
+        self._lost = False
         self._start_watching()
         scan = self.scan(None)
         return self._commit(head, scan, tool, call_id, session, summary)
