@@ -105,6 +105,37 @@ def test_a_nested_repository_added_as_a_gitlink_runs_nothing(tmp_path: Path, eng
 
 
 @ENGINES
+@pytest.mark.parametrize("skipped", ["node_modules", ".venv"])
+def test_a_gitlink_inside_a_skipped_folder_is_judged(
+    tmp_path: Path, engine: str, skipped: str
+) -> None:
+    ws, out = _workspace(tmp_path)
+    nm = f"{skipped}/nm"
+    result = _run(
+        ws,
+        _engine(engine),
+        f"git init -q {nm} && git -C {nm} config core.fsmonitor {_planted(out, 'pwned')} && "
+        f"git -C {nm} commit --allow-empty -qm x && git add -f {nm}",
+    )
+    lines = _guard_lines(result)
+    assert any(f"{nm}/.git/config" in line and "core.fsmonitor" in line for line in lines)
+    assert "160000" in _git("ls-files", "-s", cwd=ws).stdout  # the gitlink is still there
+    assert _git("status", cwd=ws).returncode == 0
+    assert not (out / "pwned").exists()
+    # a later command cannot change the gitlinked repository's config: bubblewrap mounts
+    # it read-only now, under Landlock the change is judged
+    again = _run(ws, engine, f"git -C {nm} config core.pager {_planted(out, 'p2')}")
+    if engine == "bubblewrap":
+        assert "Device or resource busy" in again.output
+    else:
+        assert any("core.pager" in line for line in _guard_lines(again)), again.output
+    assert "pager" not in (ws / nm / ".git/config").read_text()
+    _git("-c", "core.pager=cat", "status", cwd=ws)
+    _git("log", "-1", cwd=ws / nm)
+    assert not (out / "p2").exists()
+
+
+@ENGINES
 @pytest.mark.parametrize(
     "escape",
     [

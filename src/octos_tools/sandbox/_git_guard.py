@@ -51,7 +51,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from . import _git_config, _protected
+from . import _git_config, _gitlinks, _protected
 
 __all__ = ["GitGuard", "GuardWatch", "guard_for"]
 
@@ -149,6 +149,7 @@ class GitGuard:
         self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
         self._walked = float("-inf")
         self._kinds: dict[str, str] = {}  # the last snapshot's protected paths
+        self._links: dict[str, tuple[Fingerprint, list[str]]] = {}  # gitdir -> its gitlinks
         self.truncated = False
 
     # ------------------------------------------------------------------ the walk
@@ -275,6 +276,8 @@ class GitGuard:
         common = _protected.commondir_of(gitdir)
         if common is not None and _under(common, self.roots):
             self._gitdir(common, worktree, out, seen)
+        if worktree is not None:
+            self._gitlinked(gitdir, worktree, out, seen)
         for sub in ("modules", "worktrees"):
             base = os.path.join(gitdir, sub)
             if not os.path.isdir(base):
@@ -285,6 +288,28 @@ class GitGuard:
                 if dirpath != base and {"HEAD", "config", "commondir"} & set(filenames):
                     self._gitdir(dirpath, None, out, seen)
                 dirnames[:] = [d for d in dirnames if d not in ("objects", "refs", "logs")]
+
+    def _gitlinked(self, gitdir: str, worktree: str, out: dict[str, str], seen: set[str]) -> None:
+        """The repositories the index of ``gitdir`` links (its gitlinks), judged as the
+        walk's are wherever they lie (a skipped folder too): listed again only when the
+        index's fingerprint moved."""
+        index = _fingerprint(os.path.join(gitdir, "index"))
+        known = self._links.get(gitdir)
+        if known is None or known[0] != index:
+            known = self._links[gitdir] = (index, _gitlinks.gitlinks(gitdir) if index else [])
+        top = worktree.rstrip("/") + "/"
+        for rel in known[1]:
+            sub = os.path.normpath(os.path.join(worktree, rel))
+            loc = os.path.join(sub, ".git")
+            if not sub.startswith(top) or loc in out or not os.path.lexists(loc):
+                continue
+            if os.path.isdir(loc) and not os.path.islink(loc):
+                self._gitdir(loc, sub, out, seen)
+                continue
+            out[loc] = "pointer"
+            target = _target_of(loc)
+            if target is not None and _under(target, self.roots):
+                self._gitdir(target, sub, out, seen)
 
     def mount_paths(self) -> list[str]:
         """What the bubblewrap engine binds read-only (or covers, when missing): per git
@@ -324,6 +349,8 @@ class GitGuard:
             contents[path] = kept[1]
         for path in [p for p in self._kept if p not in kinds]:
             del self._kept[path]
+        for gitdir in [g for g in self._links if os.path.join(g, "config") not in kinds]:
+            del self._links[gitdir]
         return _Snapshot(prints, kinds, contents)
 
     def watch(self) -> GuardWatch:
