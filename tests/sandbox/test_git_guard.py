@@ -294,6 +294,50 @@ def test_a_session_is_checked_at_each_poll(tmp_path: Path, engine: str) -> None:
 
 
 @ENGINES
+def test_the_users_edit_during_a_session_is_not_blamed_on_the_command(
+    tmp_path: Path, engine: str
+) -> None:
+    ws, _ = _workspace(tmp_path)
+
+    async def run() -> str:
+        sessions = SessionManager(4)
+        box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine=_engine(engine))
+        exec_tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
+        stdin_tool = WriteStdinTool(sessions, ShellConfig())
+        started = await exec_tool.run(exec_tool.Args(cmd="sleep 5", yield_time_ms=200), None)
+        sid = started.structured_metadata["session_id"]
+        _git("config", "core.pager", "less -R", cwd=ws)  # the user, on the host
+        polled = await stdin_tool.run(
+            stdin_tool.Args(session_id=sid, chars="", yield_time_ms=300), None
+        )
+        await sessions.aclose()
+        return polled.output
+
+    text = asyncio.run(run())
+    if engine == "bubblewrap":  # .git/config is mounted read-only: not the command's
+        assert "Sandbox git guard" not in text, text
+        assert "less -R" in (ws / ".git/config").read_text()
+    else:  # the command could have written it: judged, and the line says what is known
+        assert "changed while the command ran" in text and "core.pager" in text, text
+        assert "the command's" not in text
+
+
+def test_a_read_only_mount_moved_away_does_not_cover_what_replaces_it(tmp_path: Path) -> None:
+    ws, out = _workspace(tmp_path)
+    _git("init", "-q", "d/sub", cwd=ws)
+    result = _run(
+        ws,
+        _engine("bubblewrap"),
+        "mv d d2 && mkdir d && git init -q d/sub && "
+        f"git -C d/sub config core.fsmonitor {_planted(out, 'p')}; ls d2",
+    )
+    assert "sub" in result.output  # the folder holding the mounts moved
+    assert any("d/sub/.git/config" in line for line in _guard_lines(result)), result.output
+    _git("status", cwd=ws / "d/sub")
+    assert not (out / "p").exists()
+
+
+@ENGINES
 def test_a_repository_prepared_earlier_and_moved_in_is_judged(tmp_path: Path, engine: str) -> None:
     """Its files keep the ctime of the earlier command: the guard does not go by ctime."""
     ws, out = _workspace(tmp_path)
