@@ -105,6 +105,37 @@ def test_a_nested_repository_added_as_a_gitlink_runs_nothing(tmp_path: Path, eng
 
 
 @ENGINES
+@pytest.mark.parametrize("skipped", ["node_modules", ".venv"])
+def test_a_gitlink_inside_a_skipped_folder_is_judged(
+    tmp_path: Path, engine: str, skipped: str
+) -> None:
+    ws, out = _workspace(tmp_path)
+    nm = f"{skipped}/nm"
+    result = _run(
+        ws,
+        _engine(engine),
+        f"git init -q {nm} && git -C {nm} config core.fsmonitor {_planted(out, 'pwned')} && "
+        f"git -C {nm} commit --allow-empty -qm x && git add -f {nm}",
+    )
+    lines = _guard_lines(result)
+    assert any(f"{nm}/.git/config" in line and "core.fsmonitor" in line for line in lines)
+    assert "160000" in _git("ls-files", "-s", cwd=ws).stdout  # the gitlink is still there
+    assert _git("status", cwd=ws).returncode == 0
+    assert not (out / "pwned").exists()
+    # a later command cannot change the gitlinked repository's config: bubblewrap mounts
+    # it read-only now, under Landlock the change is judged
+    again = _run(ws, engine, f"git -C {nm} config core.pager {_planted(out, 'p2')}")
+    if engine == "bubblewrap":
+        assert "Device or resource busy" in again.output
+    else:
+        assert any("core.pager" in line for line in _guard_lines(again)), again.output
+    assert "pager" not in (ws / nm / ".git/config").read_text()
+    _git("-c", "core.pager=cat", "status", cwd=ws)
+    _git("log", "-1", cwd=ws / nm)
+    assert not (out / "p2").exists()
+
+
+@ENGINES
 @pytest.mark.parametrize(
     "escape",
     [
@@ -260,6 +291,50 @@ def test_a_session_is_checked_at_each_poll(tmp_path: Path, engine: str) -> None:
     text = asyncio.run(run())
     assert "late/.git/config" in text and "core.fsmonitor" in text
     assert "fsmonitor" not in (ws / "late/.git/config").read_text()
+
+
+@ENGINES
+def test_the_users_edit_during_a_session_is_not_blamed_on_the_command(
+    tmp_path: Path, engine: str
+) -> None:
+    ws, _ = _workspace(tmp_path)
+
+    async def run() -> str:
+        sessions = SessionManager(4)
+        box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine=_engine(engine))
+        exec_tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
+        stdin_tool = WriteStdinTool(sessions, ShellConfig())
+        started = await exec_tool.run(exec_tool.Args(cmd="sleep 5", yield_time_ms=200), None)
+        sid = started.structured_metadata["session_id"]
+        _git("config", "core.pager", "less -R", cwd=ws)  # the user, on the host
+        polled = await stdin_tool.run(
+            stdin_tool.Args(session_id=sid, chars="", yield_time_ms=300), None
+        )
+        await sessions.aclose()
+        return polled.output
+
+    text = asyncio.run(run())
+    if engine == "bubblewrap":  # .git/config is mounted read-only: not the command's
+        assert "Sandbox git guard" not in text, text
+        assert "less -R" in (ws / ".git/config").read_text()
+    else:  # the command could have written it: judged, and the line says what is known
+        assert "changed while the command ran" in text and "core.pager" in text, text
+        assert "the command's" not in text
+
+
+def test_a_read_only_mount_moved_away_does_not_cover_what_replaces_it(tmp_path: Path) -> None:
+    ws, out = _workspace(tmp_path)
+    _git("init", "-q", "d/sub", cwd=ws)
+    result = _run(
+        ws,
+        _engine("bubblewrap"),
+        "mv d d2 && mkdir d && git init -q d/sub && "
+        f"git -C d/sub config core.fsmonitor {_planted(out, 'p')}; ls d2",
+    )
+    assert "sub" in result.output  # the folder holding the mounts moved
+    assert any("d/sub/.git/config" in line for line in _guard_lines(result)), result.output
+    _git("status", cwd=ws / "d/sub")
+    assert not (out / "p").exists()
 
 
 @ENGINES

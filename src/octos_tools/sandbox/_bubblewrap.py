@@ -44,7 +44,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-__all__ = ["bwrap_args"]
+__all__ = ["bwrap_args", "read_only_mounts"]
 
 
 def _under(path: str, roots: Sequence[str]) -> bool:
@@ -107,11 +107,10 @@ def bwrap_args(
             if os.path.lexists(path) and _under(path, ["/tmp"]):
                 args += ["--ro-bind", path, path]
             continue
-        if os.path.lexists(path):
+        how = _read_only_mount(path)
+        if how == "bind":
             args += ["--ro-bind", path, path]
-        elif os.path.basename(path) != "config" and os.path.isdir(os.path.dirname(path)):
-            if os.path.basename(path) in ("config.worktree", "commondir"):
-                continue  # a file git reads only when the (protected) config says so
+        elif how == "tmpfs":
             args += ["--tmpfs", path, "--remount-ro", path]
     for path in unreadable:
         if os.path.isdir(path) and not os.path.islink(path):
@@ -122,3 +121,21 @@ def bwrap_args(
         args += ["--sync-fd", str(sync_fd)]
     args += ["--seccomp", str(seccomp_fd), "--die-with-parent", "--chdir", cwd, "--"]
     return args
+
+
+def _read_only_mount(path: str) -> str | None:
+    """How :func:`bwrap_args` makes ``path`` (inside a writable root) read-only: ``bind``
+    (it exists), ``tmpfs`` (a missing folder such as ``hooks``: nothing can be made in it)
+    or ``None`` (a missing ``config``, ``config.worktree`` or ``commondir``: not covered)."""
+    if os.path.lexists(path):
+        return "bind"
+    if os.path.basename(path) in ("config", "config.worktree", "commondir"):
+        return None  # a file git reads only when the (protected) config says so
+    return "tmpfs" if os.path.isdir(os.path.dirname(path)) else None
+
+
+def read_only_mounts(writable: Sequence[str], read_only: Sequence[str]) -> list[str]:
+    """The paths of ``read_only`` inside ``writable`` that :func:`bwrap_args` mounts
+    read-only (what a command cannot have written: :mod:`._git_guard` does not blame it
+    for changes there). Call with the same arguments, just before or after."""
+    return [p for p in read_only if _under(p, writable) and _read_only_mount(p) is not None]

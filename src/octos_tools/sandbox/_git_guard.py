@@ -51,7 +51,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from . import _git_config, _protected
+from . import _git_config, _gitlinks, _protected
 
 __all__ = ["GitGuard", "GuardWatch", "guard_for"]
 
@@ -112,10 +112,13 @@ class _Finding:
         if self.outcome == "recreated":
             return head + "the command removed this protected file; it was put back."
         undo = f"mv {self.moved_to} {self.path}"
-        head += f"{self.what} could make git run a program outside the sandbox; "
+        head += (
+            f"{self.what}, changed while the command ran, could make git run a program "
+            "outside the sandbox; "
+        )
         if self.outcome == "restored":
             return head + (
-                f"the version from before the command is back, the command's is in "
+                f"the version from before the command is back, the changed one is in "
                 f"{self.moved_to} ({undo} to take it)."
             )
         if self.outcome == "filtered":
@@ -149,6 +152,7 @@ class GitGuard:
         self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
         self._walked = float("-inf")
         self._kinds: dict[str, str] = {}  # the last snapshot's protected paths
+        self._links: dict[str, tuple[Fingerprint, list[str]]] = {}  # gitdir -> its gitlinks
         self.truncated = False
 
     # ------------------------------------------------------------------ the walk
@@ -275,6 +279,8 @@ class GitGuard:
         common = _protected.commondir_of(gitdir)
         if common is not None and _under(common, self.roots):
             self._gitdir(common, worktree, out, seen)
+        if worktree is not None:
+            self._gitlinked(gitdir, worktree, out, seen)
         for sub in ("modules", "worktrees"):
             base = os.path.join(gitdir, sub)
             if not os.path.isdir(base):
@@ -285,6 +291,28 @@ class GitGuard:
                 if dirpath != base and {"HEAD", "config", "commondir"} & set(filenames):
                     self._gitdir(dirpath, None, out, seen)
                 dirnames[:] = [d for d in dirnames if d not in ("objects", "refs", "logs")]
+
+    def _gitlinked(self, gitdir: str, worktree: str, out: dict[str, str], seen: set[str]) -> None:
+        """The repositories the index of ``gitdir`` links (its gitlinks), judged as the
+        walk's are wherever they lie (a skipped folder too): listed again only when the
+        index's fingerprint moved."""
+        index = _fingerprint(os.path.join(gitdir, "index"))
+        known = self._links.get(gitdir)
+        if known is None or known[0] != index:
+            known = self._links[gitdir] = (index, _gitlinks.gitlinks(gitdir) if index else [])
+        top = worktree.rstrip("/") + "/"
+        for rel in known[1]:
+            sub = os.path.normpath(os.path.join(worktree, rel))
+            loc = os.path.join(sub, ".git")
+            if not sub.startswith(top) or loc in out or not os.path.lexists(loc):
+                continue
+            if os.path.isdir(loc) and not os.path.islink(loc):
+                self._gitdir(loc, sub, out, seen)
+                continue
+            out[loc] = "pointer"
+            target = _target_of(loc)
+            if target is not None and _under(target, self.roots):
+                self._gitdir(target, sub, out, seen)
 
     def mount_paths(self) -> list[str]:
         """What the bubblewrap engine binds read-only (or covers, when missing): per git
@@ -324,6 +352,8 @@ class GitGuard:
             contents[path] = kept[1]
         for path in [p for p in self._kept if p not in kinds]:
             del self._kept[path]
+        for gitdir in [g for g in self._links if os.path.join(g, "config") not in kinds]:
+            del self._links[gitdir]
         return _Snapshot(prints, kinds, contents)
 
     def watch(self) -> GuardWatch:
@@ -337,7 +367,9 @@ class GitGuard:
                 self._refresh()
             return GuardWatch(self, self._snapshot())
 
-    def _check(self, before: _Snapshot) -> tuple[list[str], _Snapshot]:
+    def _check(
+        self, before: _Snapshot, read_only: dict[str, _Chain] | None = None
+    ) -> tuple[list[str], _Snapshot]:
         with self._lock:
             self._refresh()
             now = self._snapshot()
@@ -349,6 +381,8 @@ class GitGuard:
                     continue
                 if fp is None and old is None:
                     continue
+                if read_only and _mounted_read_only(path, read_only):
+                    continue  # the command could not write it: the user's (or git's) change
                 found = self._judge(path, kind, before.contents.get(path), old)
                 if found is not None:
                     findings.append(found)
@@ -446,16 +480,84 @@ class GuardWatch:
     guard: GitGuard
     snapshot: _Snapshot
     notes: list[str] = field(default_factory=list)
+    read_only: dict[str, _Chain] = field(default_factory=dict)
+
+    def mounted_read_only(self, paths: Iterable[str]) -> None:
+        """Record the paths the sandbox mounts read-only for the command (bubblewrap's
+        binds and tmpfs, :func:`._bubblewrap.read_only_mounts`): a change there while the
+        command runs is not the command's and is not judged, as long as each folder from the
+        path up is the same folder (inode) as now and a file has no other hard link (a
+        command could write another link to the same file)."""
+        for path in paths:
+            chain = _chain(path)
+            if chain is not None:
+                self.read_only[path] = chain
 
     def check(self) -> list[str]:
         """Judge what changed since :meth:`GitGuard.watch` (or the last check), neutralise
         what is dangerous, and return one line per finding (empty: nothing found). Never
         raises: a failure becomes a line saying the guard could not finish."""
         try:
-            lines, self.snapshot = self.guard._check(self.snapshot)
+            lines, self.snapshot = self.guard._check(self.snapshot, self.read_only)
         except Exception as exc:  # noqa: BLE001 - the command's result must come back
             lines = [f"Sandbox git guard: the check after this command failed ({exc})."]
         return lines
+
+
+#: A read-only mount's identity: (path, device, inode) of the path (when it exists) and of
+#: each folder above it up to ``/``.
+_Chain = tuple[tuple[str, int, int], ...]
+
+
+def _chain(path: str) -> _Chain | None:
+    """The identity of ``path`` and its folders; ``None`` for a file with other links."""
+    out: list[tuple[str, int, int]] = []
+    at = path
+    while True:
+        try:
+            st = os.lstat(at)
+        except OSError:
+            st = None
+        if st is not None:
+            if at == path and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                return None
+            out.append((at, st.st_dev, st.st_ino))
+        elif at != path:
+            return None
+        parent = os.path.dirname(at)
+        if parent == at:
+            return tuple(out)
+        at = parent
+
+
+def _mounted_read_only(path: str, mounts: dict[str, _Chain]) -> bool:
+    """``path`` lies in one of ``mounts`` (itself or below a mounted folder), that mount
+    still sits where it was (the same folders), and the file has one link."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            return False
+    except OSError:
+        pass
+    at = path
+    while True:
+        chain = mounts.get(at)
+        if chain is not None:
+            # a folder moved away with the mount on it and another made in its place: the
+            # path is not the mounted one any more
+            return all(_same(p, dev, ino) for p, dev, ino in chain if p != at)
+        parent = os.path.dirname(at)
+        if parent == at:
+            return False
+        at = parent
+
+
+def _same(path: str, dev: int, ino: int) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (dev, ino)
 
 
 def _listing(folder: str) -> list[str]:

@@ -238,6 +238,9 @@ class Sandbox:
                 unshare_net=egress,
                 sync_fd=sync_fd,
             )
+            if watch is not None:  # what the command cannot write is not judged as its own
+                mounted = _bubblewrap.read_only_mounts(writable, read_only)
+                watch.mounted_read_only(os.path.realpath(p) for p in mounted)
             return SandboxSpawn(
                 [*args, *argv],
                 env,
