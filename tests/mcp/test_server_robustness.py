@@ -48,6 +48,8 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 class StdioPeer:
     """A raw line-level client of ``serve`` over stdio (no SDK: we send what we like)."""
 
+    _buf = b""  # bytes read past the last whole line (subclasses make their own process)
+
     def __init__(self, workspace: Path) -> None:
         self.proc = subprocess.Popen(
             [*SERVE, "--workspace", str(workspace)],
@@ -58,7 +60,6 @@ class StdioPeer:
         assert self.proc.stdout is not None
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.proc.stdout, selectors.EVENT_READ)
-        self._buf = b""
 
     def send(self, message: dict[str, Any] | bytes) -> None:
         assert self.proc.stdin is not None
