@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from octos_tools.sandbox import SandboxMode, SandboxSettings, engine_status, wrap_command
+from octos_tools.sandbox._probe import _processes_with_cmdline
 
 pytestmark = pytest.mark.skipif(
     "landlock" not in {s.name for s in engine_status() if s.usable}, reason="no Landlock here"
@@ -51,19 +51,6 @@ def test_a_symlink_to_an_ancestor_does_not_open_a_credential_store(tmp_path: Pat
     assert listing.returncode == 0 and "ws" in listing.stdout
 
 
-def _alive_with_cmdline(cmdline: bytes) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if fh.read() == cmdline:
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.parametrize("how", ["setsid", "double fork", "session"])
 def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, how: str) -> None:
     """No pid namespace and no cgroup (this host has cgroup v1): the command's launcher is
@@ -87,7 +74,7 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, how: str) ->
         wait = 1000 if how == "session" else None
         result = await tool.run(tool.Args(cmd=starts[how], yield_time_ms=wait), None)
         assert "started" in result.output
-        during = _alive_with_cmdline(f"sleep\0{marker}\0".encode())
+        during = _processes_with_cmdline(f"sleep\0{marker}\0".encode())
         await sessions.aclose()  # a session: closed (the MCP session ended)
         return during, result.structured_metadata.get("exit_code")
 
@@ -97,9 +84,9 @@ def test_what_a_command_leaves_running_ends_with_it(tmp_path: Path, how: str) ->
     else:
         assert code == 0 and during == []  # gone once the command's shell exited
     deadline = time.monotonic() + 5
-    while _alive_with_cmdline(f"sleep\0{marker}\0".encode()) and time.monotonic() < deadline:
+    while _processes_with_cmdline(f"sleep\0{marker}\0".encode()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _alive_with_cmdline(f"sleep\0{marker}\0".encode()) == []
+    assert _processes_with_cmdline(f"sleep\0{marker}\0".encode()) == []
 
 
 def test_the_launcher_passes_the_exit_status_on(tmp_path: Path) -> None:
