@@ -62,6 +62,8 @@ async def _serve_medians(ws: Path, calls: int, baseline: Path | None) -> dict[st
             if baseline is not None:
                 name = f"workspace-write/{engine} (baseline)"
                 variants.append((name, "workspace-write", engine, baseline))
+                name = f"workspace-write/{engine}+allowed_hosts (baseline)"
+                variants.append((name, "workspace-write", engine, baseline))
     times: dict[str, list[float]] = {name: [] for name, _, _, _ in variants}
     async with AsyncExitStack() as stack:
         clients = {}

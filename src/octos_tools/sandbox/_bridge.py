@@ -1,30 +1,46 @@
-"""The bridge that puts the egress proxy (:mod:`._proxy`) inside a bubblewrap sandbox.
+r"""The bridge that puts the egress proxy (:mod:`._proxy`) inside a bubblewrap sandbox.
 
-The command runs with ``--unshare-net``: a network namespace of its own, loopback only. A
-one-shot program runs first in the sandbox, before the command:
+The command runs in a network namespace of its own, loopback only, in which a TCP socket
+listens on ``127.0.0.1:``:data:`BRIDGE_PORT` (allowed by the seccomp filter: ``AF_INET``
+stream sockets only, and this namespace reaches nothing but its own loopback). That
+listening socket is sent over an ``AF_UNIX`` socket pair to the proxy (``SCM_RIGHTS``: no
+``AF_UNIX`` socket is created in the sandbox, which seccomp refuses); the proxy, outside,
+accepts on it, so connections made in the namespace arrive at it and nowhere else. The
+command's ``HTTP_PROXY`` and friends name that port. Two ways to get there, one chosen
+per process (:func:`._netns.available`):
 
-1. it creates a TCP socket listening on ``127.0.0.1:``:data:`BRIDGE_PORT` *inside* the
-   namespace (allowed by the seccomp filter: ``AF_INET`` stream sockets only, and this
-   namespace reaches nothing but its own loopback);
-2. it sends that listening socket over an inherited ``AF_UNIX`` socket pair to the proxy
-   (``SCM_RIGHTS``: no ``AF_UNIX`` socket is created in the sandbox, which seccomp
-   refuses), closes its copies of both;
-3. it ``exec``\\ s the command, whose ``HTTP_PROXY`` and friends name that port.
+* **the pre-made namespace** (:mod:`._netns`, where it works: a root server, or an
+  unprivileged one whose kernel allows a user namespace inside another): the forked child
+  makes the namespace and the listener, sends it, then ``exec``\ s ``bwrap`` without
+  ``--unshare-net``. No process is started: about 3-4 ms per command;
+* **the Python bridge** (the fallback): ``bwrap --unshare-net``, and a one-shot program
+  runs first in the sandbox, before the command: it makes the listener, sends it over the
+  inherited end of the pair, closes its copies and ``exec``\ s the command. Python without
+  ``site`` (``-I -S``) importing only ``_socket``: 15-35 ms here.
 
-The proxy, outside, accepts on the socket: connections made in the namespace arrive at it
-and nowhere else. Claude Code's sandbox-runtime bridges the same way with ``socat``
-(a unix socket bound into the sandbox, a forwarder listening on loopback inside); passing
-the listening socket instead needs no process that stays, and no unix socket in the
-sandbox. The program is Python without ``site`` (``-I -S``) importing only ``_socket``:
-about 15-25 ms here, paid only by commands with ``allowed_hosts``.
+Claude Code's sandbox-runtime bridges with ``socat`` (a unix socket bound into the
+sandbox, a forwarder listening on loopback inside); passing the listening socket instead
+needs no process that stays, and no unix socket in the sandbox. In both ways ``bwrap``
+keeps a copy of the pair's end open until the sandbox ends (``--sync-fd``): the proxy's
+end-of-sandbox signal.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
-__all__ = ["BRIDGE_PORT", "bridge_argv", "for_bubblewrap", "for_landlock", "no_proxy", "proxy_env"]
+__all__ = [
+    "BRIDGE_PORT",
+    "BubblewrapBridge",
+    "bridge_argv",
+    "for_bubblewrap",
+    "for_landlock",
+    "no_proxy",
+    "proxy_env",
+]
 
 #: The port the bridge listens on inside the sandbox's own network namespace.
 BRIDGE_PORT = 3128
@@ -90,17 +106,46 @@ def no_proxy(allowed_hosts: tuple[str, ...]) -> str:
     return ",".join(n for n in _LOOPBACK_NAMES if n not in listed)
 
 
+@dataclass
+class BubblewrapBridge:
+    """How one bubblewrap command is bridged to the proxy (:func:`for_bubblewrap`).
+
+    Attributes:
+        argv: the command to put after ``bwrap ... --`` (through the Python bridge when
+            that is the way here, else the command itself).
+        channel: the parent's copy of the socket pair's end (close it after the spawn).
+        pass_fds: what the child must inherit for the bridge (the channel for the Python
+            bridge; nothing for the pre-made namespace, whose child set-up uses it
+            before ``exec``).
+        preexec: the child's set-up before ``exec`` (:func:`._netns.premade_netns`), or
+            ``None`` (the Python bridge).
+        unshare_net: ``bwrap`` must make the network namespace (``--unshare-net``): the
+            Python bridge; with ``preexec`` the namespace exists before ``bwrap`` starts.
+    """
+
+    argv: list[str]
+    channel: int
+    pass_fds: tuple[int, ...]
+    preexec: Callable[[], None] | None
+    unshare_net: bool
+
+
 def for_bubblewrap(
-    argv: list[str], env: dict[str, str], allowed_hosts: tuple[str, ...]
-) -> tuple[list[str], int]:
-    """Bridge one bubblewrap command to the proxy: ``(argv run through the bridge, the
-    descriptor the child must inherit)``; ``env`` gets the proxy variables. The parent
-    closes its copy of the descriptor after the spawn (``SandboxSpawn.close``)."""
+    argv: list[str], env: dict[str, str], allowed_hosts: tuple[str, ...], bwrap: str
+) -> BubblewrapBridge:
+    """Bridge one bubblewrap command to the proxy; ``env`` gets the proxy variables.
+
+    The pre-made network namespace of :mod:`._netns` (no process started) where
+    :func:`._netns.available` found it works with ``bwrap`` here, else the Python bridge
+    of this module (``bwrap --unshare-net``, then :data:`_CODE` before the command).
+    """
     import socket
 
+    from . import _netns
     from ._egress import HostRules
     from ._proxy import egress_proxy
 
+    user = _netns.available(bwrap)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         egress_proxy().attach(ours, HostRules.parse(allowed_hosts))
@@ -109,7 +154,10 @@ def for_bubblewrap(
         theirs.close()
         raise
     env.update(proxy_env(BRIDGE_PORT, no_proxy(allowed_hosts)))
-    return bridge_argv(theirs.fileno(), argv), theirs.detach()
+    fd = theirs.detach()
+    if user is None:
+        return BubblewrapBridge(bridge_argv(fd, argv), fd, (fd,), None, True)
+    return BubblewrapBridge(argv, fd, (), _netns.premade_netns(fd, BRIDGE_PORT, user=user), False)
 
 
 def for_landlock(env: dict[str, str], allowed_hosts: tuple[str, ...]) -> int:

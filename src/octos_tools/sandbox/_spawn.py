@@ -35,7 +35,8 @@ class SandboxSpawn:
         argv: the program and its arguments (``bwrap ... -- sh -c CMD`` or the command).
         env: the complete environment.
         pass_fds: descriptors the child must inherit (the seccomp filter for ``bwrap``).
-        preexec: code to run in the child before ``exec`` (Landlock), or ``None``.
+        preexec: code to run in the child before ``exec`` (Landlock; bubblewrap with
+            ``allowed_hosts``: the pre-made network namespace of :mod:`._netns`), or ``None``.
         engine: ``bubblewrap``, ``landlock`` or ``none`` (danger-full-access).
         mode: the mode in force.
         network: the network is on for the command.
@@ -208,13 +209,18 @@ class Sandbox:
                 fd, _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
             )
             os.lseek(fd, 0, os.SEEK_SET)
-            fds = [fd]
+            fds, close = [fd], [fd]
             sync_fd = None
+            preexec = None
+            unshare_net = False
             if egress:
-                argv, channel = _bridge.for_bubblewrap(list(argv), env, s.allowed_hosts)
-                sync_fd = os.dup(channel)  # bwrap holds it until the sandbox ends
-                fds += [channel, sync_fd]
-                visible = [*visible, os.path.dirname(_bridge.interpreter())]
+                bridge = _bridge.for_bubblewrap(list(argv), env, s.allowed_hosts, bwrap)
+                argv, preexec, unshare_net = bridge.argv, bridge.preexec, bridge.unshare_net
+                sync_fd = os.dup(bridge.channel)  # bwrap holds it until the sandbox ends
+                fds += [*bridge.pass_fds, sync_fd]
+                close += [bridge.channel, sync_fd]
+                if preexec is None:  # the Python bridge
+                    visible = [*visible, os.path.dirname(_bridge.interpreter())]
             # the server's own Python environment stays visible (read-only) when it lies
             # under the replaced /tmp: `python` on the PATH the server was started with
             visible = [*visible, *_own_environment()]
@@ -235,7 +241,7 @@ class Sandbox:
                 cwd=cwd,
                 home_bind=home_bind,
                 visible=[os.path.realpath(p) for p in (workspace, cwd, *visible) if p],
-                unshare_net=egress,
+                unshare_net=unshare_net,
                 sync_fd=sync_fd,
             )
             if watch is not None:  # what the command cannot write is not judged as its own
@@ -245,11 +251,11 @@ class Sandbox:
                 [*args, *argv],
                 env,
                 tuple(fds),
-                None,
+                preexec,
                 engine,
                 s.mode,
                 network,
-                _close=fds,
+                _close=close,
                 guard=watch,
             )
         # landlock
