@@ -19,7 +19,8 @@ at run time)::
 
     npm install --prefix ~/.cache/octos-sandbox-bench @openai/codex @anthropic-ai/sandbox-runtime
     .venv/bin/python bench/bench_sandbox.py [--calls 100] [--probe-runs 3] \\
-        [--files 10000] [--baseline-src /path/to/main/src] [--no-probes]
+        [--files 10000] [--baseline-src /path/to/main/src] [--no-probes] \\
+        [--engines bubblewrap,landlock]
 
 ``--files`` fills the workspace (20 files per folder, a git repository with a nested one:
 what the git guard walks); ``--baseline-src`` serves each engine from another checkout too,
@@ -49,12 +50,14 @@ from octos_tools.sandbox._probe import ProbeSet, run_check
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def _serve_medians(ws: Path, calls: int, baseline: Path | None) -> dict[str, float]:
+async def _serve_medians(
+    ws: Path, calls: int, baseline: Path | None, engines: tuple[str, ...]
+) -> dict[str, float]:
     """Median ms per ``exec_command true`` call for each server, alternating calls;
     ``baseline``: also each engine served from that source tree (the code before)."""
     usable = {s.name for s in engine_status() if s.usable}
     variants = [("danger-full-access", "danger-full-access", "auto", ROOT / "src")]
-    for engine in ("bubblewrap", "landlock"):
+    for engine in engines:
         if engine in usable:
             variants.append((f"workspace-write/{engine}", "workspace-write", engine, ROOT / "src"))
             name = f"workspace-write/{engine}+allowed_hosts"
@@ -223,13 +226,20 @@ def main() -> None:
         help="another checkout's src/ to serve beside this one (the code before a change)",
     )
     parser.add_argument("--no-probes", action="store_true")
+    parser.add_argument(
+        "--engines",
+        default="bubblewrap,landlock",
+        help="the engines served beside danger-full-access (comma-separated)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         ws = Path(tmp) / "ws"
         ws.mkdir()
         if args.files:
             _fill(ws, args.files)
-        medians = anyio.run(_serve_medians, ws, args.calls, args.baseline_src)
+        medians = anyio.run(
+            _serve_medians, ws, args.calls, args.baseline_src, tuple(args.engines.split(","))
+        )
         guard_ms = _guard_cost(ws, 50)
     base = medians["danger-full-access"]
     print(f"load average before the probes: {os.getloadavg()[0]:.2f} (2 cores)")

@@ -15,8 +15,10 @@ The view, built in this order (a later mount wins over an earlier one)::
     --ro-bind P P                 what makes git run code, the server's config (read-only)
     --tmpfs D --remount-ro D      an unreadable folder (credential store, state folder)
     --ro-bind /dev/null F         an unreadable file
-    --unshare-net                 only with allowed_hosts: a network namespace of its own
-                                  (loopback only), bridged to the egress proxy (:mod:`._bridge`)
+    --unshare-net                 only with allowed_hosts and the Python bridge: a network
+                                  namespace of its own (loopback only), bridged to the egress
+                                  proxy (:mod:`._bridge`); the pre-made namespace of
+                                  :mod:`._netns` exists before bwrap starts instead
     --seccomp FD                  the filter of :mod:`._seccomp`; with the network off it
                                   refuses every socket() (no --unshare-net)
     --die-with-parent             the sandbox ends if the server dies

@@ -25,9 +25,10 @@ the host does not resolve or refuses the connection, ``504`` on a connect timeou
 
 Where requests come from:
 
-* bubblewrap: each command has a network namespace of its own (loopback only). A one-shot
-  bridge (:mod:`._bridge`) creates the listening socket *inside* it and hands it to this
-  proxy over a socket pair (``SCM_RIGHTS``) before it ``exec``\\ s the command; the proxy
+* bubblewrap: each command has a network namespace of its own (loopback only). The
+  listening socket is created *inside* it (:mod:`._bridge`: by the forked child before
+  ``bwrap`` starts, or by a one-shot bridge) and handed to this proxy over a socket pair
+  (``SCM_RIGHTS``) before the command runs; the proxy
   accepts on it (a socket keeps the namespace it was made in) and stops when the sandbox
   ends: bwrap keeps a copy of the pair's other end open until then (``--sync-fd``: it
   closes every other inherited descriptor in its own processes);
