@@ -918,12 +918,18 @@ def sandbox_check(
         "allowed_hosts": list(box.allowed_hosts) if box.egress else [],
         "engines": [],
     }
+    if box.egress and chosen == "bubblewrap":
+        from .sandbox._bridge import bubblewrap_way
+
+        report["egress_bridge"] = bubblewrap_way()
     lines = [
         f"configured: {box.mode} (engine {box.engine}: "
         + (f"{chosen})" if chosen else f"UNAVAILABLE: {problem})")
         + f", network {'on' if box.network else 'off'}"
         + (
-            f" (HTTP(S) through the egress proxy to: {', '.join(box.allowed_hosts)})"
+            f" (HTTP(S) through the egress proxy to: {', '.join(box.allowed_hosts)}"
+            + (f"; bridge: {report['egress_bridge']}" if "egress_bridge" in report else "")
+            + ")"
             if box.egress
             else ""
         )

@@ -36,6 +36,7 @@ __all__ = [
     "BRIDGE_PORT",
     "BubblewrapBridge",
     "bridge_argv",
+    "bubblewrap_way",
     "for_bubblewrap",
     "for_landlock",
     "no_proxy",
@@ -128,6 +129,20 @@ class BubblewrapBridge:
     pass_fds: tuple[int, ...]
     preexec: Callable[[], None] | None
     unshare_net: bool
+
+
+def bubblewrap_way() -> str:
+    """How :func:`for_bubblewrap` bridges here: ``pre-made namespace`` or ``python bridge``
+    (measured once per process by :func:`._netns.available`)."""
+    import shutil
+
+    from . import _netns
+
+    return (
+        "pre-made namespace"
+        if _netns.available(shutil.which("bwrap") or "bwrap") is not None
+        else "python bridge"
+    )
 
 
 def for_bubblewrap(
