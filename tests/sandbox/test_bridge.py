@@ -176,3 +176,30 @@ def test_an_unprivileged_server_bridges_too(web: int) -> None:
     if user is not None:  # the pre-made namespace, a user namespace with it
         assert user is True and "--unshare-net" not in argv
     _check_probe_output(out)
+
+
+@pytest.mark.parametrize("way", ["pre-made namespace", "python bridge"])
+def test_the_listener_ends_with_the_sandbox_either_way(
+    way: str, web: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from octos_tools.sandbox._bridge import bubblewrap_way
+    from octos_tools.sandbox._proxy import egress_proxy
+
+    if way == "python bridge":
+        monkeypatch.setenv("OCTOS_TOOLS_SANDBOX_BRIDGE", "python")
+    if bubblewrap_way() != way:
+        pytest.skip(f"no {way} here")
+    egress_proxy()
+    assert _spawn_probe(web, tmp_path)[1].returncode == 0
+    time.sleep(0.2)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        done = _spawn_probe(web, tmp_path)[1]
+        assert done.returncode == 0, done.stderr
+        _check_probe_output(done.stdout)
+    deadline = time.monotonic() + 5
+    while len(os.listdir("/proc/self/fd")) > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(os.listdir("/proc/self/fd")) <= before  # listeners and channels closed
