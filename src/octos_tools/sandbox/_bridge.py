@@ -12,7 +12,7 @@ per process (:func:`._netns.available`):
 * **the pre-made namespace** (:mod:`._netns`, where it works: a root server, or an
   unprivileged one whose kernel allows a user namespace inside another): the forked child
   makes the namespace and the listener, sends it, then ``exec``\ s ``bwrap`` without
-  ``--unshare-net``. No process is started: about 3-4 ms per command;
+  ``--unshare-net``. No process is started: nothing measurable over ``serve``;
 * **the Python bridge** (the fallback): ``bwrap --unshare-net``, and a one-shot program
   runs first in the sandbox, before the command: it makes the listener, sends it over the
   inherited end of the pair, closes its copies and ``exec``\ s the command. Python without

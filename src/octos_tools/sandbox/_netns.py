@@ -9,7 +9,7 @@ Landlock engine uses for its own set-up), :func:`premade_netns` runs a few syste
    a user namespace mapping only its own uid and gid to themselves, ``setgroups`` denied,
    the same single mapping ``bwrap`` makes; ``bwrap`` then makes its own user namespace
    inside it, as it always does unprivileged);
-2. the loopback interface up (``SIOCSIFFLAGS``: the kernel adds ``127.0.0.1`` and ``::1``;
+2. the loopback interface up (``SIOCSIFFLAGS``: the kernel gives it ``127.0.0.1``;
    what ``bwrap --unshare-net`` does with netlink);
 3. a TCP socket listening on ``127.0.0.1:PORT`` there, sent to the proxy over the socket
    pair (``SCM_RIGHTS``), then closed in the child.
@@ -21,11 +21,13 @@ Whether the kernel and ``bwrap`` allow this here (a user namespace inside anothe
 AppArmor-restricted ``unshare``...) is measured once per process by :func:`available`, with
 a real ``bwrap`` start; where it fails, :mod:`._bridge` falls back to its Python bridge.
 
-Measured (``bench/README.md``): about 3-4 ms per command over plain bubblewrap, against
-15-35 ms for the Python start it replaces. ``setns`` into ``bwrap``'s namespace instead
-(``--info-fd`` gives its pid) would need ``CAP_SYS_ADMIN`` in the server's own user
-namespace, so root only; ``pidfd_getfd`` would still need a process in the sandbox to make
-the listener. Python 3.11 has no ``os.unshare``: :mod:`ctypes` (as :mod:`._landlock`).
+Measured (``bench/README.md``): nothing measurable per command over ``serve`` (whose
+commands fork with a ``preexec_fn`` already), 3.6-6.6 ms over a bare ``bwrap`` start
+(mostly that ``fork``), against 14-55 ms for the Python start it replaces. ``setns``
+into ``bwrap``'s namespace instead (``--info-fd`` gives its pid) would need
+``CAP_SYS_ADMIN`` in the server's own user namespace, so root only; ``pidfd_getfd`` would
+still need a process in the sandbox to make the listener. Python 3.11 has no
+``os.unshare``: :mod:`ctypes` (as :mod:`._landlock`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -131,7 +134,8 @@ def _measure(bwrap: str) -> bool | None:
 def _try(bwrap: str, user: bool) -> bool:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    args += ["--unshare-pid", "--cap-drop", "ALL", "--die-with-parent", "--", "true"]
+    args += ["--unshare-pid", "--cap-drop", "ALL", "--die-with-parent"]
+    args += ["--", shutil.which("true") or "/bin/true"]
     try:
         done = subprocess.run(
             args,
