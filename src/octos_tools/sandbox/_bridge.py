@@ -161,9 +161,14 @@ def for_bubblewrap(
     from ._proxy import egress_proxy
 
     user = _netns.available(bwrap)
+    rules = HostRules.parse(allowed_hosts)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    wake = None
     try:
-        egress_proxy().attach(ours, HostRules.parse(allowed_hosts))
+        if user is None:
+            egress_proxy().attach(ours, rules)
+        else:  # the child wakes the proxy once the listener is sent
+            wake = egress_proxy().queue(ours, rules)
     except BaseException:
         ours.close()
         theirs.close()
@@ -172,7 +177,8 @@ def for_bubblewrap(
     fd = theirs.detach()
     if user is None:
         return BubblewrapBridge(bridge_argv(fd, argv), fd, (fd,), None, True)
-    return BubblewrapBridge(argv, fd, (), _netns.premade_netns(fd, BRIDGE_PORT, user=user), False)
+    child = _netns.premade_netns(fd, BRIDGE_PORT, user=user, wake_fd=wake)
+    return BubblewrapBridge(argv, fd, (), child, False)
 
 
 def for_landlock(env: dict[str, str], allowed_hosts: tuple[str, ...]) -> int:

@@ -32,6 +32,7 @@ still need a process in the sandbox to make the listener. Python 3.11 has no
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -60,7 +61,9 @@ def _flags(user: bool) -> int:
     return _CLONE_NEWNET | (_CLONE_NEWUSER if user else 0)
 
 
-def premade_netns(channel_fd: int, port: int, *, user: bool) -> Callable[[], None]:
+def premade_netns(
+    channel_fd: int, port: int, *, user: bool, wake_fd: int | None = None
+) -> Callable[[], None]:
     """The child's set-up (``preexec_fn``) that makes the network namespace and sends its
     listener over ``channel_fd`` (see the module docstring).
 
@@ -69,6 +72,8 @@ def premade_netns(channel_fd: int, port: int, *, user: bool) -> Callable[[], Non
             close-on-exec; the parent closes its own after the spawn).
         port: the TCP port to listen on (``127.0.0.1``) inside the namespace.
         user: make a user namespace too (an unprivileged server; see :func:`available`).
+        wake_fd: a descriptor to write one byte to once the listener is sent (the proxy's
+            wake-up, :meth:`._proxy.EgressProxy.queue`), or ``None``.
 
     The returned function raises :class:`OSError` in the child when a step fails.
     """
@@ -101,6 +106,9 @@ def premade_netns(channel_fd: int, port: int, *, user: bool) -> Callable[[], Non
                 socket.send_fds(channel, [b"L"], [listener.fileno()])
         finally:
             channel.detach()  # closed on exec
+        if wake_fd is not None:
+            with contextlib.suppress(OSError):  # a full buffer: a wake-up is pending
+                os.write(wake_fd, b"w")
 
     return run
 
