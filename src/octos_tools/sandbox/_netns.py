@@ -12,7 +12,9 @@ Landlock engine uses for its own set-up), :func:`premade_netns` runs a few syste
 2. the loopback interface up (``SIOCSIFFLAGS``: the kernel gives it ``127.0.0.1``;
    what ``bwrap --unshare-net`` does with netlink);
 3. a TCP socket listening on ``127.0.0.1:PORT`` there, sent to the proxy over the socket
-   pair (``SCM_RIGHTS``), then closed in the child.
+   pair (``SCM_RIGHTS``), then closed in the child; one byte on the proxy's wake-up socket
+   (:meth:`._proxy.EgressProxy.queue`) makes the proxy take it, while the server waits
+   for this child's ``exec`` (no round trip to the proxy's thread in the server).
 
 ``bwrap`` then runs *without* ``--unshare-net``: it and the command stay in that namespace,
 which reaches nothing but its own loopback. Any failure raises in the child, so the spawn
