@@ -203,3 +203,26 @@ def test_the_listener_ends_with_the_sandbox_either_way(
     while len(os.listdir("/proc/self/fd")) > before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(os.listdir("/proc/self/fd")) <= before  # listeners and channels closed
+
+
+def test_a_command_never_spawned_leaves_no_channel_behind(web: int, tmp_path: Path) -> None:
+    import time
+
+    from octos_tools.sandbox._bridge import bubblewrap_way
+    from octos_tools.sandbox._proxy import egress_proxy
+
+    if bubblewrap_way() != "pre-made namespace":
+        pytest.skip("no pre-made namespace here")
+    egress_proxy()
+    assert _spawn_probe(web, tmp_path)[1].returncode == 0
+    time.sleep(0.2)
+    before = len(os.listdir("/proc/self/fd"))
+    box = SandboxSettings(engine="bubblewrap", allowed_hosts=(f"127.0.0.1:{web}",))
+    # queued for the proxy, but its child never runs (a spawn that failed)
+    wrap_command(["/bin/true"], tmp_path, {"PATH": "/usr/bin:/bin"}, box, tmp_path).close()
+    done = _spawn_probe(web, tmp_path)[1]  # the next child's wake-up takes both
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 5
+    while len(os.listdir("/proc/self/fd")) > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(os.listdir("/proc/self/fd")) <= before
