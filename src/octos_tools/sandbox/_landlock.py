@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from . import _seccomp
 
-__all__ = ["LandlockRuleset", "abi_version", "child_setup"]
+__all__ = ["PROC_READS", "LandlockRuleset", "abi_version", "child_setup", "split_reads"]
 
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
@@ -230,15 +230,61 @@ class LandlockRuleset:
             self.fd = -1
 
 
+#: The procfs mount: never granted as a whole (see :data:`PROC_READS`).
+PROC = "/proc"
+
+#: The entries of ``/proc`` a command may read: system-wide figures, none about one
+#: process. Measured (``strace -f`` of bash, python3, pytest, node, npm, git, make, cc):
+#: node reads ``meminfo``, ``stat``, ``cpuinfo`` and ``sys/vm/overcommit_memory``; the
+#: rest are what ``free``, ``uptime``, ``nproc``-like code, libselinux (``filesystems``)
+#: and ``sysctl`` read. Not granted: the pid folders (a host process's ``cmdline`` has no
+#: ptrace check), the links into one (``self``, ``thread-self``, ``mounts``, ``net``: a
+#: rule set through them names the server's own folder, not the command's), and the
+#: entries that list other processes (``locks``, ``sysvipc``, ``timer_list``,
+#: ``sched_debug``) or are the kernel's (``kmsg``, ``kcore``, ``kallsyms``, ``kpage*``).
+PROC_READS: tuple[str, ...] = (
+    "buddyinfo",
+    "cgroups",
+    "cmdline",
+    "cpuinfo",
+    "crypto",
+    "devices",
+    "diskstats",
+    "filesystems",
+    "interrupts",
+    "loadavg",
+    "meminfo",
+    "misc",
+    "partitions",
+    "pressure",
+    "softirqs",
+    "stat",
+    "swaps",
+    "sys",
+    "uptime",
+    "version",
+    "vmstat",
+    "zoneinfo",
+)
+
+
 def split_reads(denied: Sequence[str], rights: int = READ) -> list[tuple[str, int]]:
-    """Read grants covering ``/`` except ``denied`` (absolute, normalised): each ancestor of
-    a denied path gets ``READ_DIR`` only, its other entries ``rights``."""
+    """Read grants covering ``/`` except ``denied`` (absolute, normalised) and ``/proc``
+    (:data:`PROC_READS` only).
+
+    A right granted on a folder holds for all beneath it, so the ancestors of a denied
+    path (and of ``/proc``: ``/`` always) get no rule at all: they cannot be listed (a
+    listing right on ``~`` would list ``~/.ssh`` too); each of their other entries gets
+    ``rights``."""
     out: list[tuple[str, int]] = []
-    _split("/", rights, tuple(denied), out)
+    _split("/", rights, (*denied, PROC), out)
     return out
 
 
 def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str, int]]) -> None:
+    if root == PROC:
+        out.extend((f"{PROC}/{name}", rights) for name in PROC_READS)
+        return
     prefix = root.rstrip("/") + "/"
     inside = [d for d in denied if d == root or d.startswith(prefix)]
     if not inside:
@@ -246,7 +292,6 @@ def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str,
         return
     if root in denied:
         return
-    out.append((root, READ_DIR | EXECUTE))
     try:
         entries = list(os.scandir(root))
     except OSError:
@@ -260,12 +305,17 @@ def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str,
             _split(entry.path, rights, denied, out)
         elif entry.is_symlink():
             # a rule is set on what the link points to: never on a folder that holds a
-            # denied path (it is reached, and split, by its own path)
+            # denied path (it is reached, and split, by its own path), nor on a denied
+            # path or what it holds (``~/key -> .ssh/id_rsa``, ``x -> /proc/self``)
             real = os.path.realpath(entry.path)
-            if not any(d == real or d.startswith(real.rstrip("/") + "/") for d in denied):
+            if not any(_within(d, real) or _within(real, d) for d in denied):
                 out.append((entry.path, rights))
         elif entry.path not in denied:
             out.append((entry.path, rights))
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def child_setup(ruleset_fd: int, seccomp_filter: bytes) -> Callable[[], None]:
