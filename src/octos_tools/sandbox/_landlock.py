@@ -8,10 +8,12 @@ scopes); numbers and structures from the kernel's ``include/uapi/linux/landlock.
 
 What it enforces:
 
-* **reads**: everything but the unreadable paths (:mod:`._protected`). Landlock grants only
-  add up, so ``/`` is split around each unreadable path: its ancestors get folder listing
-  only, every other entry of those ancestors gets read rights (an entry created there later
-  is not readable);
+* **reads**: everything but the unreadable paths (:mod:`._protected`) and ``/proc``.
+  Landlock grants only add up and hold for all beneath a folder, so ``/`` is split around
+  each unreadable path and ``/proc``: their ancestors get no right (not even listing: a
+  listing right on ``~`` would list ``~/.ssh``), every other entry of those ancestors gets
+  read rights (an entry created there later is not readable); in ``/proc``, only the
+  system-wide entries of :data:`PROC_READS`;
 * **writes**: the writable roots (workspace, private temp folder, ``writable_roots``) and
   ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else;
 * **network** (off): TCP bind/connect denied (ABI 4), and every ``socket()`` refused by seccomp
@@ -19,8 +21,10 @@ What it enforces:
   ``allowed_hosts``, TCP connect is allowed to the egress proxy's port only (a
   ``LANDLOCK_RULE_NET_PORT`` rule: per port, on every address) and seccomp allows TCP
   sockets only;
-* **processes**: Landlock denies ``ptrace`` and ``/proc/<pid>/`` of processes outside the
-  sandbox (ABI 1); signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
+* **processes**: Landlock denies ``ptrace`` of processes outside the sandbox (ABI 1), and
+  with it the ptrace-checked ``/proc/<pid>/`` files (``environ``, ``maps``, ``mem``);
+  the others (``cmdline``, ``stat``, ``status``) are refused because no pid folder is
+  granted; signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
 * capabilities are dropped (a root server's commands keep uid 0 but no capability, as under
   bubblewrap), ``no_new_privs`` is set.
 
@@ -28,11 +32,19 @@ What it cannot make: a read-only hole inside a writable root. A right granted on
 holds for everything beneath it, and ``git commit`` needs to create files in ``.git``; so
 ``.git/hooks``, ``.git/config``, ``core.hooksPath`` and a config file inside the workspace
 are writable *during* a command, and the git guard (:mod:`._git_guard`) puts them back after
-it. What it cannot enforce: ``/proc/<pid>/cmdline`` of host processes stays readable (no
-ptrace check guards it, and a rule cannot name a pid folder that does not exist yet);
-``octos-tools sandbox check`` and docs/sandbox.md say so. The command's shell runs below a
-subreaper launcher (:func:`octos_tools.builtins.runtime._process_tree.reap_as_init`) that
-kills what it leaves running, as bubblewrap's pid namespace does.
+it. What it cannot grant: a process's own ``/proc`` folder. Landlock has no pid-scoped
+rule and a rule names a folder that exists when it is made: one made through
+``/proc/self`` names the server's folder (measured: the server's ``cmdline`` becomes
+readable, the command's ``/proc/self/status`` stays refused; ``/proc/thread-self`` alike).
+So a command's processes cannot read their own ``/proc/self/*`` files nor list ``/proc``
+(``ps``, ``top``, ``valgrind``, ``df`` without a path fail; links such as
+``/proc/self/exe`` and ``/dev/fd/N`` work: Landlock checks what they point to), and the
+folders above an unreadable path (``/``, ``~``) cannot be listed; ``octos-tools sandbox
+check`` (:data:`._probe.TRADE_OFFS`) and docs/sandbox.md say so. The command's shell runs
+below a subreaper launcher
+(:func:`octos_tools.builtins.runtime._process_tree.reap_as_init`), forked before the
+ruleset applies (it walks ``/proc``), that kills what the command leaves running, as
+bubblewrap's pid namespace does.
 """
 
 from __future__ import annotations
