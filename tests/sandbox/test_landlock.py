@@ -190,3 +190,23 @@ def test_the_launcher_passes_the_exit_status_on(tmp_path: Path) -> None:
     for cmd, code in (("exit 3", 3), ("kill -9 $$", -9), ("echo ok", 0)):
         result = asyncio.run(tool.run(tool.Args(cmd=cmd), None))
         assert result.structured_metadata["exit_code"] == code, cmd
+
+
+def test_a_workspace_that_holds_a_credential_store_does_not_open_it(tmp_path: Path) -> None:
+    """A right on a writable root holds for all beneath it: a workspace that is the home
+    folder is split around ``~/.ssh`` (as bubblewrap's mount hides it); what cannot be
+    granted then is creating entries directly in the folders above it."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_x").write_text("SECRET")
+    (home / "proj").mkdir()
+    (home / "notes.txt").write_text("old")
+    box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine="landlock", home=str(home))
+    for argv in (["cat", ".ssh/id_x"], ["ls", "-a", ".ssh"], ["touch", ".ssh/authorized_keys"]):
+        done = _run(argv, box, home)
+        assert done.returncode != 0 and "Permission denied" in done.stderr, argv
+    assert not (home / ".ssh" / "authorized_keys").exists()
+    write = "echo new > proj/a.txt && echo new > notes.txt && mkdir proj/sub"
+    assert _run(["sh", "-c", write], box, home).returncode == 0
+    assert (home / "proj" / "a.txt").read_text() == (home / "notes.txt").read_text() == "new\n"
+    assert _run(["touch", "created-at-the-top"], box, home).returncode != 0

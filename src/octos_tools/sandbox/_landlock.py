@@ -15,7 +15,10 @@ What it enforces:
   read rights (an entry created there later is not readable); in ``/proc``, only the
   system-wide entries of :data:`PROC_READS`;
 * **writes**: the writable roots (workspace, private temp folder, ``writable_roots``) and
-  ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else;
+  ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else. A writable root that holds an
+  unreadable path (a workspace that is the home folder) is split the same way: no right
+  on the folders above that path (nothing can be created directly in them), every right
+  on their other entries;
 * **network** (off): TCP bind/connect denied (ABI 4), and every ``socket()`` refused by seccomp
   (UDP, raw and Unix sockets: there is no network namespace here); with
   ``allowed_hosts``, TCP connect is allowed to the egress proxy's port only (a
@@ -56,7 +59,15 @@ from collections.abc import Callable, Iterable, Sequence
 
 from . import _seccomp
 
-__all__ = ["PROC_READS", "LandlockRuleset", "abi_version", "child_setup", "split_reads"]
+__all__ = [
+    "PROC",
+    "PROC_READS",
+    "LandlockRuleset",
+    "abi_version",
+    "child_setup",
+    "split_grants",
+    "split_reads",
+]
 
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
@@ -288,14 +299,22 @@ def split_reads(denied: Sequence[str], rights: int = READ) -> list[tuple[str, in
     path (and of ``/proc``: ``/`` always) get no rule at all: they cannot be listed (a
     listing right on ``~`` would list ``~/.ssh`` too); each of their other entries gets
     ``rights``."""
+    return split_grants("/", denied, rights)
+
+
+def split_grants(root: str, denied: Sequence[str], rights: int) -> list[tuple[str, int]]:
+    """Grants of ``rights`` covering ``root`` except ``denied`` and ``/proc`` (only
+    :data:`PROC_READS`, read rights only), split as :func:`split_reads` does: a writable
+    root that holds an unreadable path (a workspace that is the home folder) gets no right
+    on the folders above that path, each of their other entries gets ``rights``."""
     out: list[tuple[str, int]] = []
-    _split("/", rights, (*denied, PROC), out)
+    _split(root, rights, (*denied, PROC), out)
     return out
 
 
 def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str, int]]) -> None:
     if root == PROC:
-        out.extend((f"{PROC}/{name}", rights) for name in PROC_READS)
+        out.extend((f"{PROC}/{name}", rights & READ) for name in PROC_READS)
         return
     prefix = root.rstrip("/") + "/"
     inside = [d for d in denied if d == root or d.startswith(prefix)]
