@@ -138,8 +138,10 @@ def test_a_failed_namespace_set_up_runs_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root")
 def test_an_unprivileged_server_bridges_too(web: int) -> None:
-    home = tempfile.mkdtemp(prefix="octos-nobody-bridge-")
-    os.chown(home, 65534, 65534)
+    home = tempfile.mkdtemp(prefix="octos-nobody-bridge-")  # home and state (unreadable)
+    ws = tempfile.mkdtemp(prefix="octos-nobody-bridge-ws-")
+    for folder in (home, ws):
+        os.chown(folder, 65534, 65534)
     code = (
         "import json, shutil, sys; from pathlib import Path\n"
         "sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])\n"
@@ -159,7 +161,7 @@ def test_an_unprivileged_server_bridges_too(web: int) -> None:
     cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
     try:
         done = subprocess.run(
-            [*cmd, "-c", code, SRC, tests, str(web), home],
+            [*cmd, "-c", code, SRC, tests, str(web), ws],
             env=env,
             capture_output=True,
             text=True,
@@ -168,6 +170,7 @@ def test_an_unprivileged_server_bridges_too(web: int) -> None:
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
     if "cannot create its namespaces" in done.stderr:
         pytest.skip("bwrap needs user namespaces for an unprivileged user here")
     assert done.returncode == 0, done.stderr
