@@ -96,14 +96,31 @@ class McpTool(Tool):
         self.timeout = cfg.timeout_secs + cfg.startup_timeout_secs + 5.0
 
     async def execute_with_context(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-        """Call the remote tool; see :meth:`McpConnection.call_tool` for the failures."""
-        result = await self.connection.call_tool(
-            self.remote_name,
-            args,
-            ctx=ctx,
-            retry_if_closed=self.concurrency_class is ConcurrencyClass.SAFE,
-        )
-        return call_result_to_tool_result(result, self.server, self.remote_name)
+        """Call the remote tool; see :meth:`McpConnection.call_tool` for the failures.
+        For a server the git guard watches (``workspace-write``), its lines (what the
+        server planted for git to run, undone) end the result and are listed in
+        ``structured_metadata["sandbox_guard"]``, also when the call failed."""
+        try:
+            result = await self.connection.call_tool(
+                self.remote_name,
+                args,
+                ctx=ctx,
+                retry_if_closed=self.concurrency_class is ConcurrencyClass.SAFE,
+            )
+        except ToolError as exc:
+            lines = self.connection.guard_notes()
+            if not lines:
+                raise
+            text = "".join(f"\n{line}" for line in lines)
+            raise ToolError(
+                exc.kind, exc.message + text, **exc.details, sandbox_guard=lines
+            ) from None
+        out = call_result_to_tool_result(result, self.server, self.remote_name)
+        lines = self.connection.guard_notes()
+        if lines:
+            out.output += "".join(f"\n{line}" for line in lines)
+            out.structured_metadata = {**(out.structured_metadata or {}), "sandbox_guard": lines}
+        return out
 
     def with_workspace(self, workspace: Any) -> Tool:
         """Mounted tools are not workspace-bound: the same object is shared."""
