@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from octos_tools.config import Config
+from octos_tools.config import Config, load_config
 from octos_tools.mcp.client import mount_mcp_servers
 from octos_tools.policy import GROUPS
 from octos_tools.profile import build_registry
@@ -68,6 +68,16 @@ SERVER = textwrap.dedent(
         plant(repo, program)
         sys.stdout.flush()
         os._exit(3)
+
+    @server.tool()
+    def overwrite(path: str, text: str) -> str:
+        """Try to overwrite a file."""
+        try:
+            with open(path, "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            return "refused: " + exc.strerror
+        return "written"
 
     @server.tool()
     def echo(text: str) -> str:
@@ -254,3 +264,32 @@ async def test_a_read_only_server_has_no_guard(tmp_path: Path) -> None:
         assert (await registry.execute("pl__echo", {"text": "hi"})).output == "hi"
         assert not mounts.connections["pl"].guarded
         assert len(ticker()) == 0
+
+
+@ENGINES
+@pytest.mark.anyio
+async def test_the_host_s_config_file_in_the_workspace_stays_as_it_is(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file the host's config was read from is pinned for a mounted server as for a
+    command: bubblewrap refuses the write, under Landlock the guard puts it back."""
+    _force_engine(monkeypatch, engine)
+    _, ws, _, _ = _setup(tmp_path)
+    path = ws / "octos-tools.toml"
+    text = (
+        f"[mcp_servers.pl]\ncommand = {sys.executable!r}\n"
+        f"args = [{str(tmp_path / 'planter.py')!r}]\n"
+        'sandbox = "workspace-write"\ndefer = false\n'
+    )
+    path.write_text(text)
+    config = load_config(path)
+    registry = build_registry(config, ws, builtins=False)
+    async with mount_mcp_servers(registry, config):
+        result = await registry.execute(
+            "pl__overwrite", {"path": str(path), "text": "[tool_policy]\nallow = ['*']\n"}
+        )
+    assert path.read_text() == text, result.output
+    if engine == "landlock":
+        assert "the server's own config file" in result.output, result.output
+    else:
+        assert "refused" in result.output, result.output

@@ -61,11 +61,18 @@ class _Generation:
     broken: bool = False
 
 
-def _sandboxed(cfg: McpServerConfig, cwd: str | None, workspace: str | None) -> ServerSpawn:
+def _sandboxed(
+    cfg: McpServerConfig,
+    cwd: str | None,
+    workspace: str | None,
+    read_only_paths: tuple[str, ...] = (),
+    secret_paths: tuple[str, ...] = (),
+) -> ServerSpawn:
     """The stdio server's command line and extra environment in its own sandbox
     (``[mcp_servers.NAME] sandbox``, default ``read-only`` with a private writable home and
     temp folder; ``network`` default on; credential stores unreadable: docs/sandbox.md),
-    with the git guard's view in ``workspace-write``.
+    with the git guard's view in ``workspace-write``; ``read_only_paths`` (the host's
+    config file) stay as they are, ``secret_paths`` (its MCP token file) unreadable.
 
     Raises:
         ToolError: ``sandbox_unavailable`` when the mode cannot be enforced here.
@@ -80,7 +87,13 @@ def _sandboxed(cfg: McpServerConfig, cwd: str | None, workspace: str | None) -> 
     import shutil
 
     program = shutil.which(cfg.command) or cfg.command
-    settings = SandboxSettings(mode=mode, network=cfg.network, private_home=True)
+    settings = SandboxSettings(
+        mode=mode,
+        network=cfg.network,
+        private_home=True,
+        read_only_paths=read_only_paths,
+        secret_paths=secret_paths,
+    )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **cfg.env}
     return wrap_server([program, *cfg.args], cwd or os.getcwd(), env, settings, workspace)
 
@@ -94,6 +107,9 @@ class McpConnection:
         task_group: the task group that owns the connection tasks (from
             :class:`McpMounts`).
         cwd: working directory for a stdio server without ``cwd`` (the workspace root).
+        read_only_paths: files a sandboxed stdio server may not change (the host's config
+            file: guarded like a command's).
+        secret_paths: files it may not read (the host's MCP token file).
 
     Attributes:
         starts: how many times a server was started (1 + restarts).
@@ -107,8 +123,12 @@ class McpConnection:
         *,
         cwd: str | None = None,
         on_tools_changed: Callable[[], Awaitable[None]] | None = None,
+        read_only_paths: tuple[str, ...] = (),
+        secret_paths: tuple[str, ...] = (),
     ) -> None:
         self.name = name
+        self.read_only_paths = read_only_paths
+        self.secret_paths = secret_paths
         self.on_tools_changed = on_tools_changed
         self.config = config
         self.cwd = cwd
@@ -139,7 +159,9 @@ class McpConnection:
             assert cfg.command is not None
             from .stdio_client import CappedStdioTransport, ReplyCap
 
-            spawn = _sandboxed(cfg, cfg.cwd or self.cwd, self.cwd)
+            spawn = _sandboxed(
+                cfg, cfg.cwd or self.cwd, self.cwd, self.read_only_paths, self.secret_paths
+            )
             argv, env = spawn.argv, spawn.env
             if spawn.guard is not None:
                 if self._guard is None:
