@@ -414,6 +414,8 @@ class GitGuard:
         if os.path.islink(path) or not os.path.isfile(path):
             return self._neutralise(path, "a protected path that is not a file", old, mode, None)
         data = _read(path)
+        if data is not None and data == old and os.lstat(path).st_mode == mode:
+            return None  # the same bytes and mode as before (a file another check put back)
         if kind == "config":
             text = (data or b"\0").decode("utf-8", errors="replace")
             before = old.decode("utf-8", errors="replace") if old is not None else None

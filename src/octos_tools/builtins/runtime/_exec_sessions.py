@@ -226,6 +226,11 @@ class SessionManager:
             await asyncio.wait_for(session.proc.proc.wait(), session.timeout)
         except TimeoutError:
             await session.proc.kill("timeout")
+        if session.guard_tick is not None:
+            # nothing sandboxed is left running (both engines end a command's processes
+            # with its shell): one last check now, its lines wait for the next read
+            session.stop_ticking()
+            session.proc.run_guard()
 
     def forget(self, session_id: str) -> None:
         """Drop a finished session from the table (its exit has been reported)."""
