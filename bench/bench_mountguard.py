@@ -6,6 +6,8 @@
    files; the guard is switched off for one of them (its view dropped after the start), so
    the two differ by the guard's check after each call and nothing else. Calls alternate
    (ABAB...), so machine load hits both alike; median ms per call, difference and ratio.
+   The check a guarded call adds is also timed alone (between calls, same rounds): the
+   A/B difference is within the noise of a call on a loaded machine, this is not.
 2. **Background**: the median ms of one tick (:meth:`GuardWatch.tick`: a check that finds
    nothing) on the same workspace, in this process, and the share of one core that costs
    at one tick per :data:`~octos_tools.sandbox._guard_ticker.TICK_SECS`.
@@ -82,19 +84,23 @@ async def _per_call(ws: Path, script: Path, engine: str, calls: int) -> dict[str
     }
     config = Config.from_mapping({"mcp_servers": {"guarded": entry, "unguarded": entry}})
     registry = build_registry(config, ws, builtins=False)
-    times: dict[str, list[float]] = {"guarded": [], "unguarded": []}
+    times: dict[str, list[float]] = {"guarded": [], "unguarded": [], "check": []}
     try:
         async with mount_mcp_servers(registry, config) as mounts:
             assert mounts.failures == {}, mounts.failures
             mounts.connections["unguarded"]._guard = None  # the same server, no check
-            for name in times:  # warm both
+            servers = ("guarded", "unguarded")
+            for name in servers:  # warm both
                 await registry.execute(f"{name}__echo", {"text": "x"})
             for _ in range(calls):
-                for name in times:
+                for name in servers:
                     t0 = time.perf_counter()
                     result = await registry.execute(f"{name}__echo", {"text": "x"})
                     times[name].append((time.perf_counter() - t0) * 1000)
                     assert result.output == "x", result.output
+                t0 = time.perf_counter()  # the check a guarded call adds, timed alone
+                assert mounts.connections["guarded"].guard_notes() == []
+                times["check"].append((time.perf_counter() - t0) * 1000)
     finally:
         _spawn.Sandbox.wrap_server = real_wrap  # type: ignore[method-assign]
     return {name: statistics.median(v) for name, v in times.items()}
@@ -128,10 +134,10 @@ def main() -> None:
         print(f"a mounted workspace-write server's echo call, {args.files} files (median ms):")
         for engine in usable:
             med = anyio.run(_per_call, ws, script, engine, args.calls)
-            g, u = med["guarded"], med["unguarded"]
+            g, u, c = med["guarded"], med["unguarded"], med["check"]
             print(
                 f"  {engine:11s} guarded {g:6.2f}  unguarded {u:6.2f}  "
-                f"(+{g - u:5.2f} ms, {g / u:.2f}x)"
+                f"(+{g - u:5.2f} ms, {g / u:.2f}x); the check alone {c:5.2f} ms"
             )
         tick = _tick_ms(ws, 200)
         print(
