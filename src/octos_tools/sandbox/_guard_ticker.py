@@ -14,7 +14,9 @@ new repository can appear in any folder, so inotify needs a watch on every folde
 writable roots (a second set beside the history's, from the same per-user limit), must
 race each new folder's creation against its watch, and wakes at every file a build writes;
 the check would still be the judge. The clock costs one walk of unchanged folders
-(``lstat`` each) per tick and bounds the window at :data:`TICK_SECS` plus one check.
+(``lstat`` each) per tick and bounds the window at :data:`TICK_SECS` plus one check; on a
+tree so big that the checks would take more than :data:`MAX_CPU_SHARE` of a core, the
+ticks space out to keep that share, and the window grows with them (50 times one round).
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ import time
 
 from ._git_guard import GuardWatch
 
-__all__ = ["TICK_SECS", "GuardTicker", "ticker"]
+__all__ = ["MAX_CPU_SHARE", "TICK_SECS", "GuardTicker", "ticker"]
 
 #: Seconds between two background checks of a live watch: what a background process
 #: plants is undone within this (plus one check, about 1 ms on 10,000 files).
 TICK_SECS = 0.25
+#: The share of one core the ticks may take: when a round of checks takes longer than
+#: this share of :data:`TICK_SECS` (a big tree, many live watches), the next round waits
+#: longer (a 50 ms round: the next one 2.45 s later).
+MAX_CPU_SHARE = 0.02
 
 logger = logging.getLogger("octos_tools.sandbox")
 
@@ -39,11 +45,14 @@ class GuardTicker:
     seconds on a thread of its own (started on the first :meth:`add`).
 
     Args:
-        period: seconds between ticks.
+        period: seconds between ticks (at least; see :data:`MAX_CPU_SHARE`).
+        share: the share of one core a round of ticks may take.
     """
 
-    def __init__(self, period: float = TICK_SECS) -> None:
+    def __init__(self, period: float = TICK_SECS, share: float = MAX_CPU_SHARE) -> None:
         self.period = period
+        self.share = share
+        self.last_wait = period
         self.ticks = 0
         self._watches: dict[int, GuardWatch] = {}
         self._ids = 0
@@ -83,6 +92,7 @@ class GuardTicker:
                     self._thread = None
                     return
                 handles = list(self._watches)
+            started = time.monotonic()
             for handle in handles:
                 with self._cond:
                     watch = self._watches.get(handle)  # removed meanwhile: its end was checked
@@ -90,7 +100,10 @@ class GuardTicker:
                     for line in watch.tick():
                         logger.warning("%s", line)
             self.ticks += 1
-            next_at = time.monotonic() + self.period
+            now = time.monotonic()
+            spent = now - started
+            self.last_wait = max(self.period, spent * (1 - self.share) / self.share)
+            next_at = now + self.last_wait
 
 
 _ticker = GuardTicker()
