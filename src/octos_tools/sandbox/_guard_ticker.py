@@ -97,8 +97,11 @@ class GuardTicker:
                 with self._cond:
                     watch = self._watches.get(handle)  # removed meanwhile: its end was checked
                 if watch is not None:
-                    for line in watch.tick():
-                        logger.warning("%s", line)
+                    try:
+                        for line in watch.tick():
+                            logger.warning("%s", line)
+                    except Exception:  # the thread must keep ticking the others
+                        logger.exception("the git guard's background check failed")
             self.ticks += 1
             now = time.monotonic()
             spent = now - started
