@@ -76,8 +76,9 @@ def settings_from_config(
       it at most ``read-only`` (commands run read-only instead of being removed);
     * the network: ``[sandbox] network``, and always off when the policy denies the web;
       ``[sandbox] allowed_hosts`` (egress through the proxy) likewise dropped then;
-    * the server's own files: its config file (``config_path``) read-only, its MCP token
-      file (``serve.auth_token_file``) and state folder unreadable.
+    * the server's own files: its config file (``config_path``) and audit log
+      (``[audit] path``) read-only, its MCP token file (``serve.auth_token_file``) and
+      state folder unreadable.
 
     Raises:
         ValueError: ``mode`` is not a mode name.
@@ -93,6 +94,7 @@ def settings_from_config(
     if config.serve.auth_token_file:
         secrets.append(os.path.abspath(os.path.expanduser(config.serve.auth_token_file)))
     web_off = web_denied(config)
+    audit = config.audit.path
     return SandboxSettings(
         mode=chosen,
         engine=section.engine,
@@ -101,6 +103,7 @@ def settings_from_config(
         writable_roots=tuple(section.writable_roots),
         deny_read=tuple(section.deny_read),
         read_only_paths=(os.path.abspath(config_path),) if config_path else (),
+        append_only_paths=(os.path.abspath(os.path.expanduser(audit)),) if audit else (),
         secret_paths=tuple(secrets),
         reason=reason,
     )
