@@ -194,7 +194,7 @@ class _CommandTool(WorkspaceTool):
             return None
         reasons = []
         if escalate:
-            reasons.append("it asks to run outside the sandbox (require_escalated)")
+            reasons.append("it asks to run outside the sandbox: require_escalated")
         if verdict == "ask":
             reasons.append(f"it matches the safety rule {pattern!r}")
         return ApprovalRequest(
