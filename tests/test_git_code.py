@@ -200,3 +200,29 @@ def test_a_command_cannot_plant_a_hook_where_git_reads_hooks_path(
         check=False,
     )
     assert not mark.exists()
+
+
+@ENGINES
+def test_a_new_commondir_that_redirects_the_repository_is_taken_out(
+    tmp_path: Path, engine: str
+) -> None:
+    ws, _ = _repo(tmp_path)
+    cmd = (
+        "mkdir -p .cache-x/evil && cp -r .git/objects .git/refs .git/HEAD .cache-x/evil/ && "
+        "printf '[core]\\n\\trepositoryformatversion = 0\\n' > .cache-x/evil/config && "
+        "echo ../.cache-x/evil > .git/commondir"
+    )
+    output = _run(ws, engine, cmd)
+    assert not (ws / ".git" / "commondir").exists(), output
+    assert "commondir" in output
+    subprocess.run(["rm", "-rf", str(ws / ".cache-x")], check=True)
+    _git("status", "--short", cwd=ws)  # the user's repository still works (check=True)
+
+
+@ENGINES
+def test_git_worktree_add_in_a_command_keeps_its_commondir(tmp_path: Path, engine: str) -> None:
+    ws, _ = _repo(tmp_path)
+    env = " ".join(f"{k}={v}" for k, v in GIT_ENV.items())
+    output = _run(ws, engine, f"export {env}; git worktree add -q wt-b && git -C wt-b status -s")
+    assert (ws / ".git" / "worktrees" / "wt-b" / "commondir").exists(), output
+    assert "commondir" not in output, output

@@ -431,11 +431,20 @@ class GitGuard:
                 path, what, old, mode, safe.encode() if safe is not None else None
             )
         if kind == "commondir":
+            if old is not None and data == old:
+                return None  # touched, not changed
             rel = (data or b"").decode("utf-8", errors="replace").strip()
-            common = os.path.normpath(os.path.join(os.path.dirname(path), rel))
-            if rel and _under(os.path.realpath(common), self.roots):
+            here = os.path.dirname(path)
+            common = os.path.normpath(os.path.join(here, rel))
+            # the one layout git makes: GITDIR/worktrees/NAME/commondir -> GITDIR (`git
+            # worktree add`); any other commondir that appears or changes hands the
+            # repository's config, hooks, refs and objects to another folder
+            standard = os.path.basename(os.path.dirname(here)) == "worktrees" and (
+                os.path.realpath(common) == os.path.realpath(os.path.dirname(os.path.dirname(here)))
+            )
+            if rel and standard and _under(os.path.realpath(common), self.roots):
                 return None
-            what = f"commondir pointing outside the writable roots (to {common})"
+            what = f"a new or changed commondir (it hands the repository to {common})"
             return self._neutralise(path, what, old, mode, None)
         if kind == "hook":
             return self._neutralise(path, "a git hook", old, mode, None)
