@@ -121,7 +121,10 @@ SandboxOpt = Annotated[
     str | None,
     typer.Option(
         "--sandbox",
-        help="Commands' sandbox: read-only, workspace-write (default) or danger-full-access.",
+        help=(
+            "Commands' sandbox: read-only, workspace-write (default) or danger-full-access. "
+            "It confines commands only; --read-only also removes the file writers."
+        ),
     ),
 ]
 
@@ -832,10 +835,13 @@ def policy_explain(
             shown = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
         steps.append({"policy": "visibility", "allowed": None, "detail": shown})
     from .policy_names import same_job_warnings
+    from .sandbox import SandboxSettings
 
+    box = getattr(registry.get("exec_command"), "sandbox", None)
     warnings = same_job_warnings(
         lambda n: registry.evaluate(n).allowed,
         set(registry.names()) | set(registry.removed_by_policy()),
+        commands_confined=isinstance(box, SandboxSettings) and box.confined,
     )
     anyio.run(registry.aclose)
     result = {
