@@ -296,12 +296,47 @@ def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
             _usage_error(problem.message)
     for problem in problems:
         _warn(problem.message)
+    _check_hook_matchers(cfg, _known_names(registry))
     entries = cfg.tool_policy_by_provider
     if cfg.model in entries and cfg.provider in entries and cfg.model != cfg.provider:
         _warn(
             f"tool_policy_by_provider: the entry for model {cfg.model!r} replaces the entry "
             f"for provider {cfg.provider!r} (they are not combined)"
         )
+
+
+#: Claude Code's tool names, and ours for the same job (a copied hook block names theirs).
+_CLAUDE_CODE_TOOLS = {
+    "Bash": "exec_command|bash|shell",
+    "Write": "write_file",
+    "Edit": "edit_file|apply_patch",
+    "MultiEdit": "edit_file|apply_patch",
+    "Read": "read_file",
+    "Glob": "glob",
+    "Grep": "grep",
+    "WebFetch": "web_fetch",
+    "WebSearch": "web_search",
+}
+
+
+def _check_hook_matchers(cfg: Config, known: set[str]) -> None:
+    """A hook block whose matcher matches no tool is a warning naming ours (a block copied
+    from a Claude Code settings file says ``Bash`` or ``Write|Edit``)."""
+    from .hooks import compile_matcher
+
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        for i, block in enumerate(getattr(cfg.hooks, event)):
+            try:
+                test = compile_matcher(block.matcher)
+            except ValueError:
+                continue  # the config check reports it
+            if any(test(name) for name in known):
+                continue
+            ours = [
+                _CLAUDE_CODE_TOOLS[p] for p in block.matcher.split("|") if p in _CLAUDE_CODE_TOOLS
+            ]
+            hint = f"; for Claude Code's names use {'|'.join(ours)!r}" if ours else ""
+            _warn(f"hooks.{event}.{i}.matcher {block.matcher!r} matches no tool{hint}")
 
 
 def _report_plugins(registry: ToolRegistry) -> None:
