@@ -56,6 +56,12 @@ class ExecSession:
     busy: bool = False
     watchdog: asyncio.Task[None] | None = None
     owner: object | None = None
+    escalated: bool = False
+    """It runs outside the sandbox (an approved ``require_escalated``): every input
+    ``write_stdin`` types into it is asked again."""
+    typed_tail: str = ""
+    """What ``write_stdin`` typed after the last line end (a line typed in pieces is
+    checked whole by the SafePolicy)."""
 
     def visible_to(self, owner: object | None) -> bool:
         """Whether a call of host session ``owner`` may use this session: always when
