@@ -188,3 +188,12 @@ def test_a_hook_matcher_naming_claude_codes_tools_is_warned_about(tmp_path: Path
     assert result.returncode == 0, err
     assert "hooks.PreToolUse.0.matcher 'Bash' matches no tool" in err
     assert "exec_command|bash|shell" in err
+
+
+def test_history_with_history_off_says_so(tmp_path: Path) -> None:
+    cfg = tmp_path / "octos.toml"
+    cfg.write_text("[history]\nenabled = false\n")
+    result = run_in_process("history", "log", "-w", str(tmp_path), "-c", str(cfg))
+    err = result.stderr.decode()
+    assert result.returncode != 0
+    assert "history is off in this config" in err and "unknown tool" not in err

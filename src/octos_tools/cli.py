@@ -445,7 +445,13 @@ def call(
 def _history_call(
     tool: str, args: dict[str, Any], workspace: Path | None, config: Path | None, js: bool
 ) -> None:
-    """One call of a history tool, as ``octos-tools call`` runs it (exit 1 when it fails)."""
+    """One call of a history tool, as ``octos-tools call`` runs it (exit 1 when it fails);
+    with ``[history] enabled = false`` a usage error saying so (not "unknown tool")."""
+    if not _load(config).history.enabled:
+        _usage_error(
+            "workspace history is off in this config ([history] enabled = false); turn it "
+            "on to list, diff or restore checkpoints"
+        )
     given = {k: v for k, v in args.items() if v is not None}
     call(tool, json.dumps(given), workspace, config, js, exit_code=True)
 
