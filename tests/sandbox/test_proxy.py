@@ -632,3 +632,62 @@ def test_the_response_is_framed_again_for_the_client(egress: object) -> None:
     finally:
         chunked.close()
         broken.close()
+
+
+class _Echo11(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 (so ``Expect: 100-continue`` gets its ``100``): answers the body's size."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        if self.headers.get("Transfer-Encoding") == "chunked":
+            data = b""
+            while size := int(self.rfile.readline().strip(), 16):
+                data += self.rfile.read(size)
+                self.rfile.readline()
+            self.rfile.readline()
+        else:
+            data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = f"{len(data)} {self.headers.get('Expect')}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_request_bodies_go_through_whole(egress: object, tmp_path: Path) -> None:
+    """A body sent after its head, an ``Expect: 100-continue`` upload (curl waits for the
+    ``100``), a chunked upload, urllib's POST."""
+    import urllib.request
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Echo11)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        up = server.server_address[1]
+        port = _listener(egress, f"127.0.0.1:{up}")
+        url = f"http://127.0.0.1:{up}/"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(f"POST {url} HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n".encode())
+            time.sleep(0.2)  # the head alone first
+            s.sendall(b"hello")
+            out = b""
+            while chunk := s.recv(4096):
+                out += chunk
+        assert out.startswith(b"HTTP/1.1 200 OK") and out.endswith(b"\r\n\r\n5 None"), out
+        proxies = urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"})
+        request = urllib.request.Request(url, data=b"abc", method="POST")
+        assert urllib.request.build_opener(proxies).open(request, timeout=10).read() == b"3 None"
+        if CURL:
+            big = tmp_path / "big.bin"
+            big.write_bytes(os.urandom(3 << 20))
+            for extra in ([], ["-H", "Transfer-Encoding: chunked"]):
+                argv = [CURL, "-sS", "-m", "20", "-x", f"http://127.0.0.1:{port}", *extra]
+                argv += ["--data-binary", f"@{big}", url]
+                done = subprocess.run(argv, capture_output=True, text=True, check=False)
+                assert (done.returncode, done.stdout) == (0, f"{3 << 20} 100-continue"), done
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -16,7 +16,8 @@ stay unreadable or read-only), :mod:`._bubblewrap` and :mod:`._landlock` (the en
 :mod:`._seccomp` (the filter), :mod:`._detect` (which engine runs here), :mod:`._spawn`
 (putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``);
 for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
-egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
+egress proxy; :mod:`._proxy_http`, its HTTP/1.x rules), :mod:`._bridge` (the proxy
+inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
 """
 

@@ -6,22 +6,32 @@ wrapped from synchronous code, from any event loop), closed by :func:`close_egre
 (registered with :mod:`atexit`).
 
 It speaks the two forms a client's ``HTTP_PROXY`` / ``HTTPS_PROXY`` produce (RFC 9110
-section 9.3.6 and 7.1):
+section 9.3.6 and 7.1), one request per client connection:
 
 * ``CONNECT host:port`` (HTTPS, or any TCP tunnel to a listed port): checked, then
-  ``200 Connection Established`` and the bytes are relayed both ways;
-* ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, the request line
-  rewritten to origin form, ``Proxy-*`` headers dropped, ``Connection: close`` set, then
-  relayed; ``Host`` is the URI's. ``https://`` in an absolute URI is refused (a client
-  uses CONNECT for it).
+  ``200 Connection Established`` and the bytes are relayed both ways (what the client
+  sent after the head, such as its TLS hello, included: it is the tunnel's);
+* ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, then sent in origin
+  form with the URI's ``Host``, hop-by-hop headers dropped and ``Connection: close``; the
+  body and the response are framed again by h11 on each side, the response gets
+  ``Connection: close``, and the connection ends with it. Bytes after the request are
+  never read: a pipelined second request would otherwise reach the first one's upstream
+  unchecked; the client sends it again on a new connection (RFC 9112 section 9.6), where
+  it is checked on its own. ``https://`` in an absolute URI is refused (CONNECT is for it).
 
-The check, in order: ``host:port`` must match an ``allowed_hosts`` entry
+The head's rules (sizes, framing, h11's grammar) are :mod:`._proxy_http`'s. The check, in
+order: the authority is canonicalised once (:func:`._egress.split_authority`: case, a
+trailing dot, percent-encoding, numeric IPv4 spellings, IPv4-mapped IPv6; userinfo and
+IPv6 zone ids refused); ``host:port`` must match an ``allowed_hosts`` entry
 (:mod:`._egress`); then the host is resolved *once* by web_fetch's SSRF guard
 (:func:`octos_tools.builtins.web.check_host`): every address must be public unless
 the address itself is listed; the connection goes to the address the guard approved (no
 second lookup, so DNS rebinding cannot redirect it). Anything else is answered
-``403 Forbidden`` with a one-line reason (``400`` for a malformed request, ``502`` when
-the host does not resolve or refuses the connection, ``504`` on a connect timeout).
+``403 Forbidden`` with a one-line reason (``400`` for a malformed request, ``431`` for a
+head too large, ``501`` for a transfer coding other than chunked, ``502`` when the host
+does not resolve, refuses the connection or answers malformed, ``504`` on a connect
+timeout). Every answer closes the connection after a short linger (so that the close
+does not reset the answer away).
 
 Where requests come from:
 

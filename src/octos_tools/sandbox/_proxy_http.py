@@ -171,7 +171,8 @@ def parse_request(head: bytes, rest: bytes) -> tuple[h11.Connection, h11.Request
         raise Refusal(exc.error_status_hint, f"malformed request head: {exc}") from None
     if not isinstance(event, h11.Request):  # a complete head always makes a request
         raise Refusal(400, "malformed request head")
-    conn.receive_data(rest)
+    if rest:  # (h11 reads b"" as the end of the stream)
+        conn.receive_data(rest)
     return conn, event
 
 
