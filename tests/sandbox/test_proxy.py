@@ -616,8 +616,16 @@ def test_the_response_is_framed_again_for_the_client(egress: object) -> None:
         b"3\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n"
     )
     broken = _Upstream(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n")
+    extra = _Upstream(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n")
     try:
-        port = _listener(egress, f"127.0.0.1:{chunked.port}", f"127.0.0.1:{broken.port}")
+        hosts = (f"127.0.0.1:{u.port}" for u in (chunked, broken, extra))
+        port = _listener(egress, *hosts)
+        # a Content-Length body is relayed as is, and nothing past its length
+        url = f"http://127.0.0.1:{extra.port}/"
+        out, _ = _exchange(port, f"GET {url} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+        assert out.endswith(b"Content-Length: 2\r\nConnection: close\r\n\r\nok"), out
+        out, _ = _exchange(port, f"HEAD {url} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+        assert out.endswith(b"Content-Length: 2\r\nConnection: close\r\n\r\n"), out
         url = f"http://127.0.0.1:{chunked.port}/"
         out, _ = _exchange(port, f"GET {url} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
         head, _, body = out.partition(b"\r\n\r\n")
@@ -630,8 +638,8 @@ def test_the_response_is_framed_again_for_the_client(egress: object) -> None:
         out, _ = _exchange(port, f"GET {url} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
         assert out.startswith(b"HTTP/1.1 502 Bad Gateway") and b"malformed" in out, out
     finally:
-        chunked.close()
-        broken.close()
+        for u in (chunked, broken, extra):
+            u.close()
 
 
 class _Echo11(http.server.BaseHTTPRequestHandler):

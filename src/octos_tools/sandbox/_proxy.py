@@ -285,7 +285,7 @@ async def _forward(
     async with anyio.create_task_group() as tg:
         tg.start_soon(_request_body, client, conn, upstream, up, body_failed, tg.cancel_scope)
         try:
-            await _response(upstream, up, client, conn)
+            await _response(upstream, up, client, conn, request.method)
         except _RELAY_ERRORS as exc:
             response_failed = exc
         tg.cancel_scope.cancel()
@@ -332,6 +332,7 @@ async def _response(
     up: h11.Connection,
     client: anyio.abc.SocketStream,
     conn: h11.Connection,
+    method: bytes,
 ) -> None:
     trailers = conn.their_http_version == b"1.1"  # no trailers to an HTTP/1.0 client
     while True:
@@ -351,6 +352,11 @@ async def _response(
         elif isinstance(event, h11.Response):
             headers = [*end_to_end(event.headers), (b"Connection", b"close")]
             out = h11.Response(status_code=event.status_code, headers=headers, reason=event.reason)
+            length = _content_length(event, method)
+            if length is not None:  # framed the same on both sides: relay the bytes as they are
+                await client.send(conn.send(out) or b"")
+                await _relay_body(bytes(up.trailing_data[0]), length, upstream, client)
+                return
         elif isinstance(event, h11.Data):
             out = event
         elif isinstance(event, h11.EndOfMessage):
@@ -359,6 +365,35 @@ async def _response(
         else:  # ConnectionClosed before a response: h11 raised already; PAUSED: none here
             return
         await client.send(conn.send(out) or b"")
+
+
+def _content_length(response: h11.Response, method: bytes) -> int | None:
+    """The body length of a ``Content-Length`` response (h11 checked the header: one
+    value, no ``Transfer-Encoding``); ``None`` for another framing or no body."""
+    if method == b"HEAD" or response.status_code in (204, 304):
+        return None
+    values = [
+        v for name, v in response.headers if name in (b"content-length", b"transfer-encoding")
+    ]
+    if len(values) != 1 or not values[0].isdigit():
+        return None
+    return int(values[0])
+
+
+async def _relay_body(
+    buffered: bytes, length: int, upstream: anyio.abc.SocketStream, client: anyio.abc.SocketStream
+) -> None:
+    """Relay a ``Content-Length`` body of ``length`` bytes, starting with what h11 had
+    already read past the head; what the upstream sends beyond it is dropped. Raises
+    :class:`anyio.EndOfStream` if the upstream ends it early (the client sees it short)."""
+    chunk = buffered
+    while True:
+        if chunk:
+            await client.send(chunk[:length])
+            length -= min(len(chunk), length)
+        if not length:
+            return
+        chunk = await upstream.receive(65536)
 
 
 async def _linger(client: anyio.abc.SocketStream) -> None:
