@@ -83,6 +83,7 @@ MAX_CONNECTIONS_PER_LISTENER = 64
 LINGER_SECS = 1.0
 LINGER_BYTES = 1 << 20
 _T = TypeVar("_T")
+_FRAMING = (b"content-length", b"transfer-encoding")
 _RELAY_ERRORS = (
     h11.ProtocolError,
     anyio.EndOfStream,
@@ -251,7 +252,7 @@ async def _exchange(client: anyio.abc.SocketStream, rules: HostRules) -> None:
 async def _tunnel(
     client: anyio.abc.SocketStream, conn: h11.Connection, request: h11.Request, rules: HostRules
 ) -> None:
-    if any(name in (b"content-length", b"transfer-encoding") for name, _ in request.headers):
+    if any(n.lower() in _FRAMING for n, _ in request.headers.raw_items()):
         raise Refusal(400, "a CONNECT request has no content (RFC 9110 section 9.3.6)")
     try:
         host, port = split_authority(request.target.decode("ascii"), None)
@@ -372,9 +373,7 @@ def _content_length(response: h11.Response, method: bytes) -> int | None:
     value, no ``Transfer-Encoding``); ``None`` for another framing or no body."""
     if method == b"HEAD" or response.status_code in (204, 304):
         return None
-    values = [
-        v for name, v in response.headers if name in (b"content-length", b"transfer-encoding")
-    ]
+    values = [v for name, v in response.headers.raw_items() if name.lower() in _FRAMING]
     if len(values) != 1 or not values[0].isdigit():
         return None
     return int(values[0])

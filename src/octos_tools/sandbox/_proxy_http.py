@@ -217,15 +217,12 @@ def origin_request(request: h11.Request) -> tuple[str, int, h11.Request]:
 def end_to_end(headers: Headers, drop: tuple[bytes, ...] = ()) -> list[tuple[bytes, bytes]]:
     """The headers to forward, as written: less :data:`HOP_HEADERS`, ``drop`` and those the
     ``Connection`` header names (the framing headers stay: h11 frames the body by them)."""
+    items = headers.raw_items()  # (a plain list: iterating Headers itself is slow)
     named = {
         token.strip().lower()
-        for name, value in headers
-        if name == b"connection"
+        for name, value in items
+        if name.lower() == b"connection"
         for token in value.split(b",")
     }
     skip = (HOP_HEADERS | named | set(drop)) - _FRAMING
-    return [
-        (raw, value)
-        for (raw, value), (name, _) in zip(headers.raw_items(), headers, strict=True)
-        if name not in skip
-    ]
+    return [(name, value) for name, value in items if name.lower() not in skip]
