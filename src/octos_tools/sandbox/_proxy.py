@@ -13,8 +13,9 @@ section 9.3.6 and 7.1), one request per client connection:
   sent after the head, such as its TLS hello, included: it is the tunnel's);
 * ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, then sent in origin
   form with the URI's ``Host``, hop-by-hop headers dropped and ``Connection: close``; the
-  body and the response are framed again by h11 on each side, the response gets
-  ``Connection: close``, and the connection ends with it. Bytes after the request are
+  body is framed again by h11, the response gets ``Connection: close`` and its body is
+  relayed as is when it has a ``Content-Length`` (framed again by h11 otherwise), and the
+  connection ends with it. Bytes after the request are
   never read: a pipelined second request would otherwise reach the first one's upstream
   unchecked; the client sends it again on a new connection (RFC 9112 section 9.6), where
   it is checked on its own. ``https://`` in an absolute URI is refused (CONNECT is for it).
@@ -277,8 +278,9 @@ async def _forward(
     upstream: anyio.abc.SocketStream,
     request: h11.Request,
 ) -> None:
-    """Send ``request`` and the client's body upstream, and the response back, each framed
-    again by h11 (so both sides see only RFC 9112 framing); end with the response."""
+    """Send ``request`` and the client's body upstream, and the response back, framed
+    again by h11 (so each side sees only the framing h11 wrote or checked); end with the
+    response."""
     up = h11.Connection(h11.CLIENT)
     await upstream.send(up.send(request) or b"")
     body_failed: list[Exception] = []  # raised after the task group, not in a group
