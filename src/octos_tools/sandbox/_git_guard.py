@@ -414,6 +414,8 @@ class GitGuard:
         if os.path.islink(path) or not os.path.isfile(path):
             return self._neutralise(path, "a protected path that is not a file", old, mode, None)
         data = _read(path)
+        if data is not None and data == old and os.lstat(path).st_mode == mode:
+            return None  # the same bytes and mode as before (a file another check put back)
         if kind == "config":
             text = (data or b"\0").decode("utf-8", errors="replace")
             before = old.decode("utf-8", errors="replace") if old is not None else None
@@ -474,13 +476,19 @@ class GitGuard:
 
 @dataclass
 class GuardWatch:
-    """The state one command is compared with; :meth:`check` after it ran (or at each
-    poll of its session)."""
+    """The state one command (or one mounted server) is compared with; :meth:`check`
+    after it ran, at each poll of its session, after each call to the server; and
+    :meth:`tick` in the background while it lives (:mod:`._guard_ticker`).
+
+    Attributes:
+        notes: lines found by :meth:`tick` not yet handed out by :meth:`check`.
+    """
 
     guard: GitGuard
     snapshot: _Snapshot
     notes: list[str] = field(default_factory=list)
     read_only: dict[str, _Chain] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def mounted_read_only(self, paths: Iterable[str]) -> None:
         """Record the paths the sandbox mounts read-only for the command (bubblewrap's
@@ -493,10 +501,30 @@ class GuardWatch:
             if chain is not None:
                 self.read_only[path] = chain
 
+    def keep_read_only(self, other: GuardWatch) -> None:
+        """Keep only the read-only mounts ``other`` (a later spawn's view) shares with
+        this one: a mounted server restarted while its previous process may still run is
+        judged on what neither process could write."""
+        self.read_only = {p: c for p, c in self.read_only.items() if other.read_only.get(p) == c}
+
     def check(self) -> list[str]:
         """Judge what changed since :meth:`GitGuard.watch` (or the last check), neutralise
-        what is dangerous, and return one line per finding (empty: nothing found). Never
-        raises: a failure becomes a line saying the guard could not finish."""
+        what is dangerous, and return one line per finding (empty: nothing found), the
+        :attr:`notes` of earlier ticks first. Never raises: a failure becomes a line saying
+        the guard could not finish. Thread-safe (one check of a watch at a time)."""
+        with self._lock:
+            lines, self.notes = self.notes, []
+            return lines + self._check_locked()
+
+    def tick(self) -> list[str]:
+        """:meth:`check` from the background: the lines found are kept in :attr:`notes`
+        (for the next :meth:`check`) and returned."""
+        with self._lock:
+            found = self._check_locked()
+            self.notes += found
+            return found
+
+    def _check_locked(self) -> list[str]:
         try:
             lines, self.snapshot = self.guard._check(self.snapshot, self.read_only)
         except Exception as exc:  # noqa: BLE001 - the command's result must come back
