@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 
 from octos_tools.errors import ErrorKind, ToolError
-from octos_tools.tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from octos_tools.tool_types import ConcurrencyClass, JSONObject, Tool, ToolResult
 
 
 class EchoTool(Tool):

@@ -57,7 +57,7 @@ def test_octos_tools_does_not_import_frameworks() -> None:
 def test_failure_text_always_names_the_kind() -> None:
     from octos_tools.adapters._session import failure_text
     from octos_tools.errors import ErrorKind
-    from octos_tools.tool import ToolResult
+    from octos_tools.tool_types import ToolResult
 
     plain = ToolResult.failure(ErrorKind.NOT_FOUND, "no such file")
     assert failure_text(plain) == "Error [not_found]: no such file"

@@ -157,7 +157,7 @@ async def test_images_are_returned_as_tool_output_images(session: ToolSession) -
     from agents.tool_context import ToolContext
 
     from octos_tools.adapters.openai_agents import OctosAgentTools
-    from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+    from octos_tools.tool_types import ImageContent, JSONObject, Tool, ToolResult
 
     class Picture(Tool):
         name = "picture"

@@ -18,7 +18,7 @@ from octos_tools.agent import Agent
 from octos_tools.builtins.agents import bind_spawn_delegate, has_spawn_delegate
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, TokenUsage, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, TokenUsage, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 from .fake_model import FakeModelServer, OpenAIDialect, Reply, fake_model_server

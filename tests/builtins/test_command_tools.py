@@ -24,7 +24,7 @@ from octos_tools.builtins.runtime import (
 from octos_tools.config import Config, ShellConfig
 from octos_tools.errors import ErrorKind
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import Tool, ToolResult
+from octos_tools.tool_types import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 from .tool_helpers import call, living, marker

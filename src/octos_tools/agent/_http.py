@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ..tool import JSONObject, ToolSpec
+from ..tool_types import JSONObject, ToolSpec
 from .errors import (
     ProviderAuthError,
     ProviderConnectionError,

@@ -34,7 +34,7 @@ from ..execution import ToolCall
 from ..registry import ToolRegistry
 from ..session import ToolSession
 from ..tasks import TaskRecord
-from ..tool import JSONObject, TokenUsage, ToolResult
+from ..tool_types import JSONObject, TokenUsage, ToolResult
 from .provider import ModelProvider
 from .spawn import DEFAULT_MAX_DEPTH, NativeSpawnDelegate
 

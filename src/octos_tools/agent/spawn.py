@@ -44,7 +44,7 @@ from ..errors import ErrorKind, ToolError
 from ..policy import ToolPolicy
 from ..registry import ToolRegistry
 from ..tasks import TaskRecord
-from ..tool import JSONObject, TokenUsage, ToolResult
+from ..tool_types import JSONObject, TokenUsage, ToolResult
 from .errors import (
     ProviderConnectionError,
     ProviderError,
