@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from octos_tools.adapters._session import deferred_names
+from octos_tools.adapters._shared import deferred_names
 from octos_tools.session import ToolSession
 
 from .conftest import EDITED, SCRIPT, expected_outcome

@@ -43,7 +43,7 @@ import contextvars
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import (
+from ._shared import (
     approved_ctx,
     as_session,
     failure_text,

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, ToolError
-from ._session import (
+from ._shared import (
     activate,
     approved_ctx,
     as_session,

@@ -50,7 +50,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import (
+from ._shared import (
     RETRY_KINDS,
     activate,
     approved_ctx,

@@ -86,7 +86,7 @@ class ModelProvider(Protocol):
             system: the system prompt, or ``None``.
 
         Raises:
-            ProviderError: any failure (see :mod:`octos_tools.agent.errors`).
+            ProviderError: any failure (see :mod:`octos_tools.agent.provider_errors`).
         """
         ...
 

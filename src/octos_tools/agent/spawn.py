@@ -45,13 +45,13 @@ from ..policy import ToolPolicy
 from ..registry import ToolRegistry
 from ..tasks import TaskRecord
 from ..tool_types import JSONObject, TokenUsage, ToolResult
-from .errors import (
+from .provider import ModelProvider
+from .provider_errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderStatusError,
     ProviderTimeoutError,
 )
-from .provider import ModelProvider
 
 if TYPE_CHECKING:
     from .loop import Agent, AgentEvent
