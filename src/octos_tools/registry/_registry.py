@@ -834,11 +834,19 @@ class ToolRegistry(HooksOwner):
         """A new registry for another workspace: cwd-bound tools are rebuilt with
         ``tool.with_workspace(workspace)``, every other tool object is shared, order kept.
 
-        Deferred names survive.
+        Deferred names survive. A plugin tool rebuilt this way runs off the main event loop
+        as the original does (:func:`~octos_tools._off_loop.wrap_off_loop`).
         """
-        tools = {
-            n: (t.with_workspace(workspace) if t.cwd_bound else t) for n, t in self._tools.items()
-        }
+        from .._off_loop import is_off_loop, wrap_off_loop
+
+        tools: dict[str, Tool] = {}
+        for n, t in self._tools.items():
+            if t.cwd_bound:
+                rebuilt = t.with_workspace(workspace)
+                if is_off_loop(t):
+                    wrap_off_loop(rebuilt)
+                t = rebuilt
+            tools[n] = t
         new = self._clone(tools)
         new.workspace = workspace
         return new
