@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from ...tool import ToolResult
+from ...tool_types import ToolResult
 from ...typed import ToolArgs
 from ...workspace import Entry, is_internal_temp_name
 from ...workspace import text as textcodec
