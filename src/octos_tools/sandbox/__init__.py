@@ -20,7 +20,8 @@ for git: :mod:`._git_guard` (what a command planted for git to run, undone after
 :mod:`._git_config` (its allow-list), :mod:`._gitlinks`, :mod:`._guard_ticker` (the guard in
 the background while a session or a mounted server lives);
 for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
-egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
+egress proxy; :mod:`._proxy_http`, its HTTP/1.x rules), :mod:`._bridge` (the proxy
+inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
 """
 
@@ -81,8 +82,9 @@ def settings_from_config(
       it at most ``read-only`` (commands run read-only instead of being removed);
     * the network: ``[sandbox] network``, and always off when the policy denies the web;
       ``[sandbox] allowed_hosts`` (egress through the proxy) likewise dropped then;
-    * the server's own files: its config file (``config_path``) read-only, its MCP token
-      file (``serve.auth_token_file``) and state folder unreadable.
+    * the server's own files: its config file (``config_path``) and audit log
+      (``[audit] path``) read-only, its MCP token file (``serve.auth_token_file``) and
+      state folder unreadable.
 
     Raises:
         ValueError: ``mode`` is not a mode name.
@@ -98,6 +100,7 @@ def settings_from_config(
     if config.serve.auth_token_file:
         secrets.append(os.path.abspath(os.path.expanduser(config.serve.auth_token_file)))
     web_off = web_denied(config)
+    audit = config.audit.path
     return SandboxSettings(
         mode=chosen,
         engine=section.engine,
@@ -106,6 +109,7 @@ def settings_from_config(
         writable_roots=tuple(section.writable_roots),
         deny_read=tuple(section.deny_read),
         read_only_paths=(os.path.abspath(config_path),) if config_path else (),
+        append_only_paths=(os.path.abspath(os.path.expanduser(audit)),) if audit else (),
         secret_paths=tuple(secrets),
         reason=reason,
     )

@@ -51,6 +51,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .. import _git_code
 from . import _git_config, _gitlinks, _protected
 
 __all__ = ["GitGuard", "GuardWatch", "guard_for"]
@@ -152,6 +153,7 @@ class GitGuard:
         self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
         self._walked = float("-inf")
         self._kinds: dict[str, str] = {}  # the last snapshot's protected paths
+        self._gitdirs: dict[str, _git_code.GitCodePaths] = {}  # of the last snapshot
         self._links: dict[str, tuple[Fingerprint, list[str]]] = {}  # gitdir -> its gitlinks
         self.truncated = False
 
@@ -245,6 +247,7 @@ class GitGuard:
         ``pointer`` (a ``.git`` file or link), ``pinned``."""
         out: dict[str, str] = {}
         seen: set[str] = set()
+        self._gitdirs = {}
         for loc, kind in list(self._git.items()):
             if kind == "dir":
                 self._gitdir(loc, os.path.dirname(loc), out, seen)
@@ -268,14 +271,14 @@ class GitGuard:
         out[os.path.join(gitdir, "config")] = "config"
         out[os.path.join(gitdir, "config.worktree")] = "config"
         out[os.path.join(gitdir, "commondir")] = "commondir"
-        for hooks in (
-            os.path.join(gitdir, "hooks"),
-            _protected.hooks_path(gitdir, worktree or gitdir),
-        ):
-            if hooks is not None:
-                for name in _listing(hooks):
-                    if not name.endswith(".sample"):
-                        out[os.path.join(hooks, name)] = "hook"
+        facts = self._gitdirs[gitdir] = _git_code.code_paths(gitdir, worktree)
+        for config in facts.configs:
+            if config not in out and _under(config, self.roots):
+                out[config] = "config"  # an included file: judged as the config itself
+        for hooks in facts.hooks:
+            for name in _listing(hooks):
+                if not name.endswith(".sample"):
+                    out[os.path.join(hooks, name)] = "hook"
         common = _protected.commondir_of(gitdir)
         if common is not None and _under(common, self.roots):
             self._gitdir(common, worktree, out, seen)
@@ -321,13 +324,14 @@ class GitGuard:
         with self._lock:
             out: list[str] = []
             for path, kind in self._kinds.items():
-                if kind == "config" and path.endswith("/config"):
-                    gitdir = os.path.dirname(path)
-                    out += [path, os.path.join(gitdir, "hooks")]
-                    hooks = _protected.hooks_path(gitdir, os.path.dirname(gitdir))
-                    if hooks is not None:
-                        out.append(hooks)
-                elif kind in ("config", "commondir", "pointer"):
+                gitdir = os.path.dirname(path)
+                if kind == "config" and path.endswith("/config") and gitdir in self._gitdirs:
+                    out += [path, *self._gitdirs[gitdir].hooks]
+                elif kind in ("config", "commondir", "pointer") and (
+                    kind != "config" or os.path.lexists(path) or path.endswith("/config.worktree")
+                ):
+                    # a missing included config cannot be covered (a mount point would be
+                    # left in the work tree): the guard judges it if a command makes one
                     out.append(path)
             return list(dict.fromkeys(os.path.normpath(p) for p in out))
 
@@ -429,11 +433,20 @@ class GitGuard:
                 path, what, old, mode, safe.encode() if safe is not None else None
             )
         if kind == "commondir":
+            if old is not None and data == old:
+                return None  # touched, not changed
             rel = (data or b"").decode("utf-8", errors="replace").strip()
-            common = os.path.normpath(os.path.join(os.path.dirname(path), rel))
-            if rel and _under(os.path.realpath(common), self.roots):
+            here = os.path.dirname(path)
+            common = os.path.normpath(os.path.join(here, rel))
+            # the one layout git makes: GITDIR/worktrees/NAME/commondir -> GITDIR (`git
+            # worktree add`); any other commondir that appears or changes hands the
+            # repository's config, hooks, refs and objects to another folder
+            standard = os.path.basename(os.path.dirname(here)) == "worktrees" and (
+                os.path.realpath(common) == os.path.realpath(os.path.dirname(os.path.dirname(here)))
+            )
+            if rel and standard and _under(os.path.realpath(common), self.roots):
                 return None
-            what = f"commondir pointing outside the writable roots (to {common})"
+            what = f"a new or changed commondir (it hands the repository to {common})"
             return self._neutralise(path, what, old, mode, None)
         if kind == "hook":
             return self._neutralise(path, "a git hook", old, mode, None)

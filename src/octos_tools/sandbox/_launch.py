@@ -25,7 +25,13 @@ def main(argv: list[str]) -> int:
         program = argv[sep + 1 :]
         data = json.loads(raw)
         data["mode"] = SandboxMode(data["mode"])
-        for key in ("writable_roots", "deny_read", "read_only_paths", "secret_paths"):
+        for key in (
+            "writable_roots",
+            "deny_read",
+            "read_only_paths",
+            "append_only_paths",
+            "secret_paths",
+        ):
             data[key] = tuple(data.get(key, ()))
         settings = SandboxSettings(**data)
         box = sandbox_for(settings)

@@ -218,7 +218,8 @@ class Sandbox:
             watch = git_guard.watch()
             found = git_guard.mount_paths()
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
-        read_only = [*found, *pinned]
+        logs = [os.path.abspath(p) for p in s.append_only_paths]
+        read_only = [*found, *(p for p in [*pinned, *logs] if os.path.lexists(p))]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
             import shutil as _sh
@@ -325,6 +326,7 @@ class Sandbox:
                     "writable_roots",
                     "deny_read",
                     "read_only_paths",
+                    "append_only_paths",
                     "secret_paths",
                     "private_home",
                     "home",

@@ -29,7 +29,7 @@ from pathlib import Path
 from ...errors import ErrorKind, ToolError
 from ...sandbox import SandboxSettings
 from ...sandbox._guard_ticker import ticker
-from ...tool import JSONObject, ToolResult
+from ...tool_types import JSONObject, ToolResult
 from ._capture import OutputCapture
 from ._command import RunningCommand
 from ._completion import exit_text, guard_lines, sandbox_note, seconds
@@ -62,6 +62,12 @@ class ExecSession:
     busy: bool = False
     watchdog: asyncio.Task[None] | None = None
     owner: object | None = None
+    escalated: bool = False
+    """It runs outside the sandbox (an approved ``require_escalated``): every input
+    ``write_stdin`` types into it is asked again."""
+    typed_tail: str = ""
+    """What ``write_stdin`` typed after the last line end (a line typed in pieces is
+    checked whole by the SafePolicy)."""
     guard_tick: int | None = None
 
     def stop_ticking(self) -> None:
