@@ -95,10 +95,9 @@ async def around_call(
     holder: HistoryStore | None = None
     if store is not None:
         try:
-            if is_file:  # before, call and after as one: no other process records between
-                await anyio.to_thread.run_sync(store.hold)
-                holder = store
-            await anyio.to_thread.run_sync(_before, store, paths)
+            # a file tool's before, call and after as one (the store's lock held): no other
+            # process records between
+            holder = await anyio.to_thread.run_sync(_before, store, paths, is_file)
         except HistoryUnavailable as exc:
             store, reason = None, str(exc)
     try:
@@ -124,6 +123,8 @@ async def _after(
     changed = sorted({*result.modified_files, *(paths or [])}) if paths is not None else None
     summary = "" if paths is not None else _command_summary(args)
     try:
+        # a file tool's checkpoint is written behind (its id is known at once; the store's
+        # lock stays held until its files are written: HistoryStore.checkpoint's defer)
         cp = await anyio.to_thread.run_sync(
             lambda: store.checkpoint(
                 changed,
@@ -131,6 +132,7 @@ async def _after(
                 call_id=ctx.tool_call_id,
                 session=ctx.session_key or "",
                 summary=summary,
+                defer=paths is not None,
             )
         )
     except HistoryUnavailable as exc:
@@ -140,7 +142,21 @@ async def _after(
     return _annotate(result, cp.short, None)
 
 
-def _before(store: HistoryStore, paths: list[str] | None) -> None:
+def _before(store: HistoryStore, paths: list[str] | None, hold: bool) -> HistoryStore | None:
+    """The checkpoints before a call; with ``hold``, take the store's lock first and
+    return the store (the caller releases it), else ``None``."""
+    if hold:
+        store.hold()
+    try:
+        _record_before(store, paths)
+    except BaseException:
+        if hold:
+            store.release()
+        raise
+    return store if hold else None
+
+
+def _record_before(store: HistoryStore, paths: list[str] | None) -> None:
     if store.head() is None:
         store.checkpoint(None, tool="baseline", summary="the workspace before the first change")
     elif paths is None or store.has_pending() or not store.known_unchanged(paths):
