@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from ..errors import ToolError
 from ._settings import history_for
-from ._store import HistoryStore, HistoryUnavailable
+from ._store import Checkpoint, HistoryStore, HistoryUnavailable
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -96,8 +96,11 @@ async def around_call(
     if store is not None:
         try:
             # a file tool's before, call and after as one (the store's lock held): no other
-            # process records between
-            holder = await anyio.to_thread.run_sync(_before, store, paths, is_file)
+            # process records between. On the event loop when that cannot wait or scan
+            # (the lock free, nothing told by the watcher), else in a worker thread.
+            holder = _before_at_once(store, paths) if paths is not None else None
+            if holder is None:
+                holder = await anyio.to_thread.run_sync(_before, store, paths, is_file)
         except HistoryUnavailable as exc:
             store, reason = None, str(exc)
     try:
@@ -122,19 +125,25 @@ async def _after(
 ) -> ToolResult:
     changed = sorted({*result.modified_files, *(paths or [])}) if paths is not None else None
     summary = "" if paths is not None else _command_summary(args)
-    try:
-        # a file tool's checkpoint is written behind (its id is known at once; the store's
-        # lock stays held until its files are written: HistoryStore.checkpoint's defer)
-        cp = await anyio.to_thread.run_sync(
-            lambda: store.checkpoint(
-                changed,
-                tool=name,
-                call_id=ctx.tool_call_id,
-                session=ctx.session_key or "",
-                summary=summary,
-                defer=paths is not None,
-            )
+
+    def checkpoint() -> Checkpoint | None:
+        return store.checkpoint(
+            changed,
+            tool=name,
+            call_id=ctx.tool_call_id,
+            session=ctx.session_key or "",
+            summary=summary,
+            defer=paths is not None,
         )
+
+    try:
+        if paths is not None and store.in_memory(changed or ()):
+            # a file tool's paths, on the event loop: read and hashed, nothing written (the
+            # checkpoint is written behind: its id is known at once, the store's lock held
+            # until its files are written; HistoryStore.checkpoint's defer)
+            cp = checkpoint()
+        else:
+            cp = await anyio.to_thread.run_sync(checkpoint)
     except HistoryUnavailable as exc:
         return _annotate(result, None, str(exc))
     if cp is None:
@@ -154,6 +163,24 @@ def _before(store: HistoryStore, paths: list[str] | None, hold: bool) -> History
             store.release()
         raise
     return store if hold else None
+
+
+def _before_at_once(store: HistoryStore, paths: list[str]) -> HistoryStore | None:
+    """:func:`_before` of a file tool when it needs neither a wait, a scan nor a git
+    process (the lock free at once, nothing told by the watcher, the paths in the tree held
+    in memory: :meth:`HistoryStore.in_memory`): the store, holding its lock; else ``None``
+    (nothing done)."""
+    if not store.try_hold():
+        return None
+    try:
+        if store.has_pending() or not store.in_memory(paths):
+            store.release()
+            return None
+        _record_before(store, paths)
+    except BaseException:
+        store.release()
+        raise
+    return store
 
 
 def _record_before(store: HistoryStore, paths: list[str] | None) -> None:

@@ -56,7 +56,7 @@ from pathlib import Path
 from ._git import EMAIL as _EMAIL
 from ._git import IDENT as _IDENT
 from ._git import GitError, GitRunner
-from ._objects import ObjectBatch, bytes_written
+from ._objects import TREE_MODE, ObjectBatch, bytes_written
 from ._record import MAX_SCAN_FILES, Scan, Stats, excluded, record, signature
 from ._tree import TreeCache
 from ._watch import Changes, Watcher
@@ -176,6 +176,8 @@ class HistoryStore:
         self._ignored: dict[str, bool] = {}  # check-ignore's answers, until a scan
         self._lost = False  # the watcher lost count of changes: the next record scans all
         self._held: int | None = None  # the lock's fd while held by hold()
+        # the head as read or written while held: no other writer can change it meanwhile
+        self._head_held: tuple[str, str, int] | None = None
         # the write-behind of a file tool's checkpoint (see defer in checkpoint())
         self._job_lock = threading.Lock()
         self._job: threading.Event | None = None  # set once the pending write is done
@@ -229,6 +231,26 @@ class HistoryStore:
         self.flush()
         if self._held is None:
             self._held = self._acquire() or -1
+            self._head_held = None
+
+    def try_hold(self) -> bool:
+        """Take the store's lock as :meth:`hold` does if that needs no wait: ``False`` when
+        a checkpoint is being written, the lock is held by this process already or by
+        another process (the caller then waits in :meth:`hold`, off the event loop)."""
+        if self._job is not None or self._held is not None or fcntl is None:
+            return False
+        try:
+            fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._held = fd
+        self._head_held = None
+        return True
 
     def release(self) -> None:
         """Give back the lock taken by :meth:`hold` (nothing when not held); while a
@@ -238,6 +260,7 @@ class HistoryStore:
                 self._release_after_job = True
                 return
             fd, self._held = self._held, None
+            self._head_held = None
         if fd is not None and fd >= 0:
             os.close(fd)
 
@@ -276,23 +299,39 @@ class HistoryStore:
     def head(self) -> tuple[str, str, int] | None:
         """``(commit, tree, number of checkpoints)`` of the newest checkpoint, or ``None``."""
         self.flush()
+        if self._head_held is not None and self._held is not None:
+            return self._head_held
         try:
-            parts = (self.folder / "head").read_text().split()
+            with open(self.folder / "head", "rb") as fh:
+                parts = fh.read().split()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise HistoryUnavailable(f"the history head cannot be read: {exc}") from None
-        if len(parts) != 3 or len(parts[0]) != 40:
+        if len(parts) != 3 or len(parts[0]) != 40 or not parts[2].isdigit():
             raise HistoryUnavailable("the history store is corrupt (its head file)")
-        return parts[0], parts[1], int(parts[2])
+        head = parts[0].decode(), parts[1].decode(), int(parts[2])
+        if self._held is not None:
+            self._head_held = head
+        return head
 
     def _set_head(self, commit: str, tree: str, count: int) -> None:
+        """Write the ref, then the head (each a temporary file renamed into place)."""
         for name, text in (("git/" + REF, f"{commit}\n"), ("head", f"{commit} {tree} {count}\n")):
-            path = self.folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text)
+            path = f"{self.folder}/{name}"
+            tmp = path + ".tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:  # the ref's folder, the first time
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
+        if self._held is not None:
+            self._head_held = (commit, tree, count)
 
     # ------------------------------------------------------------------ the index
 
@@ -415,6 +454,19 @@ class HistoryStore:
             except OSError:
                 return False
             if want != signature(st):
+                return False
+        return True
+
+    def in_memory(self, paths: Sequence[str]) -> bool:
+        """Whether a checkpoint of ``paths`` needs no git process: the newest checkpoint's
+        tree is held in memory and each path is a file in it already (a new path is asked
+        of ``check-ignore``). The caller holds the lock."""
+        tree, head = self._tree, self.head()
+        if tree is None or head is None or tree.commit != head[0]:
+            return False
+        for rel in paths:
+            have = tree.entry(rel)
+            if have is None or have[0] == TREE_MODE:
                 return False
         return True
 
@@ -720,6 +772,7 @@ class HistoryStore:
                 if self._release_after_job:
                     self._release_after_job = False
                     fd, self._held = self._held, None
+                    self._head_held = None
             if fd is not None and fd >= 0:
                 os.close(fd)
             done.set()
