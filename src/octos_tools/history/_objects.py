@@ -68,7 +68,8 @@ def _write_loose(git_dir: str, sha: str, header: bytes, body: bytes) -> None:
         os.mkdir(folder)
     except FileExistsError:
         pass
-    tmp = f"{folder}/tmp-{os.getpid()}-{sha[2:10]}"
+    # git's own prefix: fsck does not list it, prune removes one a crash left behind
+    tmp = f"{folder}/tmp_obj_{os.getpid()}_{sha[2:10]}"
     compressor = zlib.compressobj(1)  # git's core.looseCompression default is 1
     data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)

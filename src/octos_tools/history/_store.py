@@ -49,7 +49,6 @@ import stat as stat_mod
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,7 +182,6 @@ class HistoryStore:
         self._job: threading.Event | None = None  # set once the pending write is done
         self._job_thread: int | None = None
         self._release_after_job = False  # release() came while the write was pending
-        self._writer: ThreadPoolExecutor | None = None
         self.last_write_error: str | None = None
         """Why the newest deferred checkpoint could not be written (``None``: it was)."""
         try:
@@ -319,7 +317,7 @@ class HistoryStore:
         """Write the ref, then the head (each a temporary file renamed into place)."""
         for name, text in (("git/" + REF, f"{commit}\n"), ("head", f"{commit} {tree} {count}\n")):
             path = f"{self.folder}/{name}"
-            tmp = path + ".tmp"
+            tmp = path + ".lock"  # a name git never takes for a ref
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             except FileNotFoundError:  # the ref's folder, the first time
@@ -577,9 +575,13 @@ class HistoryStore:
                     not pending or (self._watcher is None and not self._lost)
                 ):
                     defer = defer and not pending and self._held is not None
-                    cp = self._some(head, paths, (), tool, call_id, session, summary, defer)
+                    told = self._pending.paths.intersection(paths)
                     self._pending.paths.difference_update(paths)  # recorded now
-                    return cp
+                    try:
+                        return self._some(head, paths, (), tool, call_id, session, summary, defer)
+                    except BaseException:
+                        self._pending.paths |= told  # told again at the next one
+                        raise
                 told = self._pending
                 if self._watcher is None or any(
                     p.rpartition("/")[2] == ".gitignore" for p in told.paths
@@ -734,15 +736,20 @@ class HistoryStore:
                 self._measured = None
 
     def _start_job(self, objects: ObjectBatch, cp: Checkpoint, tree: str, count: int) -> bool:
-        """Hand the writing of checkpoint ``cp`` to the worker thread; ``False`` when it
-        cannot take it (the interpreter is shutting down): the caller writes it."""
+        """Hand the writing of checkpoint ``cp`` to a thread of its own, which ends when it
+        is written (not a daemon: the interpreter waits for it at exit, as ``serve`` and
+        ``call`` do for their threads); ``False`` when no thread can start (the interpreter
+        is shutting down): the caller writes it."""
         done = threading.Event()
         with self._job_lock:
             self._job = done
+        thread = threading.Thread(
+            target=self._job_main,
+            args=(done, objects, cp, tree, count),
+            name="octos-history-write",
+        )
         try:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="octos-history")
-            self._writer.submit(self._job_main, done, objects, cp, tree, count)
+            thread.start()
         except RuntimeError:
             with self._job_lock:
                 self._job = None
@@ -764,7 +771,10 @@ class HistoryStore:
             self._tree = None
             for path in cp.changed:
                 self._stats.pop(path, None)
-            self._pending.paths.update(cp.changed)
+            if self._watcher is not None:
+                self._pending.paths.update(cp.changed)
+            else:
+                self._lost = True  # no watcher to tell them: the next checkpoint scans all
         finally:
             with self._job_lock:
                 self._job = None
