@@ -16,10 +16,13 @@ A checkpoint is a commit whose tree is the workspace as last recorded. Two ways 
 
 * *some paths, in-process* (:mod:`._record`): a file tool's paths, and a command's when the
   watcher (:mod:`._watch`, inotify) told what changed before and during it. Each path is
-  read, hashed and written as a loose blob, the trees along it re-hashed from the newest
-  checkpoint's tree held in memory (:mod:`._tree`), the commit object written as
-  ``commit-tree`` would write it: no git process (``check-ignore`` for a path new to the
-  history);
+  read and hashed as a blob, the trees along it re-hashed from the newest checkpoint's tree
+  held in memory (:mod:`._tree`), the commit hashed as ``commit-tree`` would write it: no
+  git process (``check-ignore`` for a path new to the history). The objects are then
+  written as loose objects, then the ref, then the head; for a file tool's checkpoint after
+  its call, by a thread of the store while the call answers (*write-behind*: the lock is
+  kept until they are written, and :meth:`HistoryStore.flush`, called by every reader and
+  writer of the store, waits for them);
 * *the whole tree, by git*: the first checkpoint, a command without a healthy watcher (its
   queue overflowed, inotify unavailable, a ``.gitignore`` changed) and a restore
   (``ls-files --others --modified --deleted``, answered from the index's stat cache, then
