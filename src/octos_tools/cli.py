@@ -902,7 +902,7 @@ def sandbox_check(
     """
     from .errors import ToolError
     from .sandbox import SandboxMode, engine_status, resolve_engine, settings_from_config
-    from .sandbox._probe import NOT_ENFORCED, run_check
+    from .sandbox._probe import NOT_ENFORCED, TRADE_OFFS, run_check
 
     cfg = _load(config)
     box = settings_from_config(cfg, config_path=cfg.source_path)
@@ -962,6 +962,9 @@ def sandbox_check(
                 )
             for name, why in NOT_ENFORCED[status.name].items():
                 lines.append(f"  limit: {name}: {why}")
+            for why in TRADE_OFFS[status.name]:
+                lines.append(f"  refused: {why}")
+            entry["trade_offs"] = list(TRADE_OFFS[status.name])
         report["engines"].append(entry)
     if json_output:
         _write_stdout(json.dumps(report, indent=2) + "\n")

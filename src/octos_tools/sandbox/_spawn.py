@@ -354,7 +354,8 @@ class Sandbox:
             abi = _landlock.abi_version()
             all_rights = _landlock.handled_fs(abi)
             grants = _landlock.split_reads(unreadable)
-            grants += [(root, all_rights) for root in writable]
+            for root in writable:  # a workspace that holds ~/.ssh: split around it
+                grants += _landlock.split_grants(root, unreadable, all_rights)
             dev_rw = _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.IOCTL_DEV
             grants += [
                 ("/dev/null", dev_rw | _landlock.TRUNCATE),
