@@ -45,13 +45,15 @@ until the store fits or one checkpoint is left.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import queue
 import stat as stat_mod
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -578,12 +580,12 @@ class HistoryStore:
                     not pending or (self._watcher is None and not self._lost)
                 ):
                     defer = defer and not pending and self._held is not None
-                    told = self._pending.paths.intersection(paths)
+                    told_here = self._pending.paths.intersection(paths)
                     self._pending.paths.difference_update(paths)  # recorded now
                     try:
                         return self._some(head, paths, (), tool, call_id, session, summary, defer)
                     except BaseException:
-                        self._pending.paths |= told  # told again at the next one
+                        self._pending.paths |= told_here  # told again at the next one
                         raise
                 told = self._pending
                 if self._watcher is None or any(
@@ -739,20 +741,14 @@ class HistoryStore:
                 self._measured = None
 
     def _start_job(self, objects: ObjectBatch, cp: Checkpoint, tree: str, count: int) -> bool:
-        """Hand the writing of checkpoint ``cp`` to a thread of its own, which ends when it
-        is written (not a daemon: the interpreter waits for it at exit, as ``serve`` and
-        ``call`` do for their threads); ``False`` when no thread can start (the interpreter
-        is shutting down): the caller writes it."""
+        """Hand the writing of checkpoint ``cp`` to the history's writer thread (a queue:
+        no thread start on the call's path); ``False`` when no thread can start (the
+        interpreter is shutting down): the caller writes it."""
         done = threading.Event()
         with self._job_lock:
             self._job = done
-        thread = threading.Thread(
-            target=self._job_main,
-            args=(done, objects, cp, tree, count),
-            name="octos-history-write",
-        )
         try:
-            thread.start()
+            _submit(done, lambda: self._job_main(done, objects, cp, tree, count))
         except RuntimeError:
             with self._job_lock:
                 self._job = None
@@ -788,6 +784,7 @@ class HistoryStore:
                     self._head_held = None
             if fd is not None and fd >= 0:
                 os.close(fd)
+            _unwritten.discard(done)
             done.set()
 
     def _changed_between(self, old: str, new: str, path: str | None = None) -> list[str]:
@@ -943,6 +940,41 @@ class HistoryStore:
             self.git.run("prune", "--expire=now")
             self._set_head(head[0], head[1], len(out))
         return kept
+
+
+_jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+_writer: threading.Thread | None = None
+_writer_lock = threading.Lock()
+_unwritten: set[threading.Event] = set()  # the jobs queued or running
+
+
+def _write_jobs() -> None:
+    while True:
+        _jobs.get()()
+
+
+def _submit(done: threading.Event, job: Callable[[], None]) -> None:
+    """Queue ``job`` (which sets ``done`` when it ends) for the writer thread, started
+    once per process (a daemon: :func:`_write_pending` waits for its jobs at exit).
+
+    Raises:
+        RuntimeError: the thread cannot start (the interpreter is shutting down).
+    """
+    global _writer
+    with _writer_lock:
+        if _writer is None or not _writer.is_alive():
+            _writer = threading.Thread(target=_write_jobs, name="octos-history-write", daemon=True)
+            _writer.start()
+        _unwritten.add(done)
+    _jobs.put(job)
+
+
+@atexit.register
+def _write_pending() -> None:
+    """At the end of the process, wait (up to 10 s each) for the checkpoints still being
+    written."""
+    for done in list(_unwritten):
+        done.wait(10)
 
 
 def _stage_commit(objects: ObjectBatch, tree: str, parent: str | None, message: str) -> str:
