@@ -64,15 +64,16 @@ def _write_loose(git_dir: str, sha: str, header: bytes, body: bytes) -> None:
     path = f"{folder}/{sha[2:]}"
     if os.path.exists(path):
         return
-    try:
-        os.mkdir(folder)
-    except FileExistsError:
-        pass
     # git's own prefix: fsck does not list it, prune removes one a crash left behind
     tmp = f"{folder}/tmp_obj_{os.getpid()}_{sha[2:10]}"
     compressor = zlib.compressobj(1)  # git's core.looseCompression default is 1
     data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the first object of its folder
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
     try:
         os.write(fd, data)
     finally:
