@@ -34,7 +34,7 @@ from octos_tools.config import Config
 from octos_tools.history import REF, HistoryStore, history_for
 from octos_tools.history import _objects as history_objects
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = [pytest.mark.timeout(180)]

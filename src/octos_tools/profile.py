@@ -26,7 +26,7 @@ from .config import Config, default_config
 from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
-from .tool import ConcurrencyClass, Tool
+from .tool_types import ConcurrencyClass, Tool
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -254,6 +254,10 @@ def _build(
         session_key=session_key,
     )
     registry.injection_filter = config.output.injection_filter
+    if config.source_path:
+        ws.protect_file(config.source_path, "the server's own config file")
+    if config.audit.path:
+        ws.protect_file(config.audit.path, "the audit log")
     if families is None or families:
         from .builtins import register_builtins
 
