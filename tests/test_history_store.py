@@ -101,6 +101,7 @@ async def test_a_failed_write_behind_loses_the_checkpoint_only(
     reg = _registry(tmp_path)
     first = await run(reg, "write_file", {"path": "a.txt", "content": "a1\n"})
     before = first.structured_metadata["checkpoint"]
+    _store(reg).flush()  # that one is written: only the next write fails
     real_write = history_objects.ObjectBatch.write
 
     def full(self: history_objects.ObjectBatch) -> None:
