@@ -15,7 +15,12 @@ The first mutating call of the history server records the baseline (every file h
 once); it is timed on its own and left out of the medians. A bare ``git version`` is timed
 too, as a yardstick of the machine's load (about 2 ms idle).
 
-Run: ``PYTHONPATH=src .venv/bin/python bench/bench_history.py [--calls 60]``.
+``--baseline-src OLD/src`` adds a third server, history on, running the code in ``OLD/src``
+(``git archive <commit> src | tar -x -C OLD``), in the same rotation: before and after in
+one run.
+
+Run: ``PYTHONPATH=src .venv/bin/python bench/bench_history.py [--calls 60]
+[--baseline-src OLD/src]``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +51,14 @@ def make_tree(root: Path, folders: int = 100, files: int = 100) -> None:
             (sub / f"mod{f:03d}.py").write_text(f"# module {d}/{f}\nVALUE = {f}\nx = 0\n")
 
 
-def _params(tree: Path, history: bool, state: Path) -> StdioServerParameters:
+def _params(
+    tree: Path, history: bool, state: Path, src: str | None = None
+) -> StdioServerParameters:
     cfg = tree.parent / f"{tree.name}.toml"
     cfg.write_text(f"[history]\nenabled = {'true' if history else 'false'}\n")
     env = {**os.environ, "OCTOS_TOOLS_STATE_DIR": str(state)}
+    if src is not None:
+        env["PYTHONPATH"] = src
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "octos_tools", "serve", "--workspace", str(tree), "--config", str(cfg)],
@@ -71,32 +81,49 @@ def _edit(i: int) -> dict[str, Any]:
     return {"path": "pkg050/mod050.py", "old_string": old, "new_string": new}
 
 
-async def main(calls: int) -> None:
+def _order(labels: list[str], i: int) -> list[str]:
+    """The servers' order in round ``i``: rotated, and reversed every other round."""
+    k = i % len(labels)
+    turned = labels[k:] + labels[:k]
+    return turned if (i // len(labels)) % 2 else turned[::-1]
+
+
+async def main(calls: int, baseline_src: str | None) -> None:
     with tempfile.TemporaryDirectory(prefix="octos-bench-history-") as tmp:
         base = Path(tmp)
-        trees = {"on": base / "on", "off": base / "off"}
+        labels = ["on", "off"] + (["before"] if baseline_src else [])
+        trees = {label: base / label for label in labels}
         for tree in trees.values():
             make_tree(tree)
         state = base / "state"
-        async with (
-            Client(_params(trees["on"], True, state), mode="legacy") as on,
-            Client(_params(trees["off"], False, state), mode="legacy") as off,
-        ):
-            clients = {"on": on, "off": off}
-            baseline = await _timed(on, "edit_file", _edit(0))
-            await _timed(off, "edit_file", _edit(0))
+        async with AsyncExitStack() as stack:
+            clients = {
+                label: await stack.enter_async_context(
+                    Client(
+                        _params(
+                            trees[label], label != "off", state,
+                            baseline_src if label == "before" else None,
+                        ),
+                        mode="legacy",
+                    )
+                )
+                for label in labels
+            }  # fmt: skip
+            baseline = await _timed(clients["on"], "edit_file", _edit(0))
+            for label in labels[1:]:
+                await _timed(clients[label], "edit_file", _edit(0))
             times: dict[str, dict[str, list[float]]] = {
-                "edit_file": {"on": [], "off": []},
-                "exec_command": {"on": [], "off": []},
+                "edit_file": {label: [] for label in labels},
+                "exec_command": {label: [] for label in labels},
             }
             for i in range(1, calls + 1):
-                for label in ("on", "off") if i % 2 else ("off", "on"):
+                for label in _order(labels, i):
                     times["edit_file"][label].append(
                         await _timed(clients[label], "edit_file", _edit(i))
                     )
             for i in range(calls // 2):
                 cmd = {"cmd": f"echo {i} > pkg010/touched.txt"}
-                for label in ("on", "off") if i % 2 else ("off", "on"):
+                for label in _order(labels, i):
                     times["exec_command"][label].append(
                         await _timed(clients[label], "exec_command", cmd)
                     )
@@ -109,18 +136,29 @@ async def main(calls: int) -> None:
     print(
         f"10,000-file workspace; first checkpoint (baseline, every file hashed): {baseline:.0f} ms"
     )
-    print("| call | history off (median ms) | history on (median ms) | added ms | ratio |")
-    print("|---|---|---|---|---|")
-    for name, pair in times.items():
-        off_ms = statistics.median(pair["off"])
-        on_ms = statistics.median(pair["on"])
-        print(
+    head = "| call | history off (median ms) | history on (median ms) | added ms | ratio |"
+    if baseline_src:
+        head += " on, before (median ms) | added before |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for name, group in times.items():
+        off_ms = statistics.median(group["off"])
+        on_ms = statistics.median(group["on"])
+        line = (
             f"| {name} | {off_ms:.1f} | {on_ms:.1f} | {on_ms - off_ms:+.1f} | "
             f"{on_ms / off_ms:.2f}x |"
         )
+        if baseline_src:
+            before = statistics.median(group["before"])
+            line += f" {before:.1f} | {before - off_ms:+.1f} |"
+        print(line)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=60, help="calls per server and op")
-    anyio.run(main, parser.parse_args().calls)
+    parser.add_argument(
+        "--baseline-src", default=None, help="a third server, history on, from this src/"
+    )
+    ns = parser.parse_args()
+    anyio.run(main, ns.calls, ns.baseline_src)

@@ -178,6 +178,7 @@ async def test_a_corrupt_store_never_blocks_an_edit(tmp_path: Path) -> None:
     await run(reg, "write_file", {"path": "a.txt", "content": "y\n"})
     store, _ = history_for(reg.workspace)  # type: ignore[arg-type]
     assert store is not None
+    store.flush()  # the checkpoint written behind is on disk: now corrupt it
     (store.folder / "head").write_text("garbage")
     res = await run(reg, "write_file", {"path": "a.txt", "content": "z\n"})
     assert res.success and (tmp_path / "a.txt").read_text() == "z\n"

@@ -64,6 +64,7 @@ async def run(reg: ToolRegistry, name: str, args: dict[str, Any]) -> ToolResult:
 
 
 def _git(store: HistoryStore, *args: str, index: Path | None = None) -> str:
+    store.flush()  # git reads the store behind its back: the deferred checkpoint first
     env = dict(store.git.env)
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)

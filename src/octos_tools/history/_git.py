@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["EMAIL", "IDENT", "GitError", "GitRunner"]
@@ -82,6 +83,8 @@ class GitRunner:
             "GIT_COMMITTEREMAIL": EMAIL,
         }
         self.env = env
+        self.before: Callable[[], None] | None = None
+        """Called before each command (the store's pending write is finished first)."""
         self.prefix = [exe, "--no-replace-objects"]
         for item in _CONFIG:
             self.prefix += ["-c", item]
@@ -110,6 +113,8 @@ class GitRunner:
 
         ``env`` replaces the whole environment (default: the store's).
         """
+        if self.before is not None:
+            self.before()
         try:
             proc = subprocess.run(
                 [*self.prefix, *args],

@@ -16,7 +16,15 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["TREE_MODE", "bytes_written", "object_id", "tree_body", "write_object"]
+__all__ = [
+    "TREE_MODE",
+    "ObjectBatch",
+    "bytes_written",
+    "object_id",
+    "tree_body",
+    "tree_entry",
+    "write_object",
+]
 
 TREE_MODE = "40000"
 """The mode git writes for a folder in a tree (no leading zero)."""
@@ -44,20 +52,78 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str:
     Raises:
         OSError: the object folder cannot be written.
     """
-    global _written
     header = b"%s %d\0" % (kind.encode(), len(body))
     sha = hashlib.sha1(header + body).hexdigest()
-    folder = git_dir / "objects" / sha[:2]
-    path = folder / sha[2:]
-    if not os.path.exists(path):
-        folder.mkdir(exist_ok=True)
-        tmp = folder / f"tmp-{os.getpid()}-{sha[2:10]}"
-        compressor = zlib.compressobj(1)  # git's core.looseCompression default is 1
-        data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
-        tmp.write_bytes(data)
-        _written += len(data) + 4096  # at most a block more on disk
-        os.replace(tmp, path)
+    _write_loose(os.fspath(git_dir), sha, header, body)
     return sha
+
+
+def _write_loose(git_dir: str, sha: str, header: bytes, body: bytes) -> None:
+    global _written
+    folder = f"{git_dir}/objects/{sha[:2]}"
+    path = f"{folder}/{sha[2:]}"
+    if os.path.exists(path):
+        return
+    # git's own prefix: fsck does not list it, prune removes one a crash left behind
+    tmp = f"{folder}/tmp_obj_{os.getpid()}_{sha[2:10]}"
+    compressor = zlib.compressobj(1)  # git's core.looseCompression default is 1
+    data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the first object of its folder
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    _written += len(data) + 4096  # at most a block more on disk
+    os.replace(tmp, path)
+
+
+class ObjectBatch:
+    """Objects hashed now and written later (:meth:`write`): a checkpoint's ids are known
+    before any file is written, so its writing can leave the call's path.
+
+    Args:
+        git_dir: the store's git directory.
+    """
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._staged: dict[str, tuple[bytes, bytes]] = {}
+
+    def put(self, kind: str, body: bytes, sha: str | None = None) -> str:
+        """Stage an object of ``kind`` with ``body``; its id (nothing is written yet).
+        ``sha``: its id when the caller computed it already (:func:`object_id`)."""
+        header = b"%s %d\0" % (kind.encode(), len(body))
+        if sha is None:
+            sha = hashlib.sha1(header + body).hexdigest()
+        self._staged[sha] = (header, body)
+        return sha
+
+    def __len__(self) -> int:
+        return len(self._staged)
+
+    def write(self) -> None:
+        """Write every staged object the store does not have yet (in the order staged:
+        blobs, then trees from the deepest up, then the commit, so an object is written
+        only after those it names).
+
+        Raises:
+            OSError: the object folder cannot be written (what was written stays: loose
+                objects nothing names are harmless, and pruned with the rest).
+        """
+        git_dir = os.fspath(self.git_dir)
+        for sha, (header, body) in self._staged.items():
+            _write_loose(git_dir, sha, header, body)
+        self._staged.clear()
+
+
+def tree_entry(name: str, mode: str, sha: str) -> bytes:
+    """One entry of a tree's body: ``b"<mode> <name>\\0"`` and the id's 20 raw bytes."""
+    return b"%s %s\0" % (mode.encode(), os.fsencode(name)) + bytes.fromhex(sha)
 
 
 def tree_body(entries: Iterable[tuple[str, str, str]]) -> bytes:

@@ -2,10 +2,10 @@
 
 The checkpoint of a file tool (its paths) and of a command whose changes the watcher told
 (:mod:`._watch`) needs no git process for the usual case: each path's current state is read
-(a regular file's bytes, a link's target), hashed and written as a loose blob
-(:mod:`._objects`) when it is not in the store yet, and set in the
-:class:`~._tree.TreeCache`; a path that is gone leaves the tree. The rules are the full
-scan's (``git ls-files --others --exclude-standard``):
+(a regular file's bytes, a link's target), hashed and staged as a blob
+(:class:`~._objects.ObjectBatch`, written as a loose object when not in the store yet),
+and set in the :class:`~._tree.TreeCache`; a path that is gone leaves the tree. The rules
+are the full scan's (``git ls-files --others --exclude-standard``):
 
 * a path already recorded stays recorded whatever the ignore rules say (as a tracked file
   in git); a new one is recorded unless ``git check-ignore --no-index`` (one process for all
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._git import GitRunner
-from ._objects import TREE_MODE, object_id, write_object
+from ._objects import TREE_MODE, ObjectBatch, object_id
 from ._tree import TreeCache
 from ._watch import Watcher
 
@@ -75,6 +75,7 @@ def record(
     root: Path,
     git: GitRunner,
     tree: TreeCache,
+    objects: ObjectBatch,
     stats: Stats,
     max_file_bytes: int,
     paths: Iterable[str],
@@ -83,10 +84,10 @@ def record(
     ignored: dict[str, bool] | None = None,
 ) -> Scan:
     """Bring ``tree`` up to date with the workspace for ``paths`` and every path below
-    ``folders`` (module docstring); ``watcher`` gets a watch on each folder walked (and
-    loses the watch of one found ignored). ``ignored`` keeps git's answers (path -> ignored)
-    while the ignore rules stay the same (the caller empties it when a ``.gitignore``
-    changes).
+    ``folders`` (module docstring), the new blobs staged in ``objects``; ``watcher`` gets a
+    watch on each folder walked (and loses the watch of one found ignored). ``ignored``
+    keeps git's answers (path -> ignored) while the ignore rules stay the same (the caller
+    empties it when a ``.gitignore`` changes).
 
     Raises:
         GitError: ``check-ignore`` failed.
@@ -126,13 +127,13 @@ def record(
         if have is None:
             new.append((p, st))
             continue
-        _record_one(root, git, tree, stats, max_file_bytes, p, st, have, now, scan)
+        _record_one(root, tree, objects, stats, max_file_bytes, p, st, have, now, scan)
     if new:
         keep = _not_nested(root, [p for p, _ in new], scan)
         left_out = asked([p for p in keep if p not in scan.skipped])
         for p, st in new:
             if p in keep and p not in left_out:
-                _record_one(root, git, tree, stats, max_file_bytes, p, st, None, now, scan)
+                _record_one(root, tree, objects, stats, max_file_bytes, p, st, None, now, scan)
     scan.changed.sort()
     return scan
 
@@ -217,8 +218,8 @@ def _walk(
 
 def _record_one(
     root: Path,
-    git: GitRunner,
     tree: TreeCache,
+    objects: ObjectBatch,
     stats: Stats,
     max_file_bytes: int,
     p: str,
@@ -264,7 +265,7 @@ def _record_one(
     sha = object_id("blob", data)
     if have == (mode, sha):
         return
-    write_object(git.git_dir, "blob", data)
+    objects.put("blob", data, sha)
     tree.set(p, mode, sha)
     scan.changed.append(p)
 

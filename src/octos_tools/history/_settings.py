@@ -8,6 +8,7 @@ root, state folder and settings is kept for the process.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,10 @@ DEFAULT_MAX_STORE_BYTES = 1 << 30
 
 _stores: dict[tuple[str, str, int, int], HistoryStore] = {}
 _lock = threading.Lock()
+_folders: dict[tuple[str, str | None, str | None, str | None], Path] = {}
+"""(root, the variables that choose the state folder) -> the workspace's history folder,
+so a call does not hash and create the state folder each time (a missing store is made
+again below)."""
 
 
 def history_for(ws: Workspace) -> tuple[HistoryStore | None, str | None]:
@@ -34,12 +39,16 @@ def history_for(ws: Workspace) -> tuple[HistoryStore | None, str | None]:
         return None, None
     max_file = cfg.max_file_bytes if cfg is not None else DEFAULT_MAX_FILE_BYTES
     max_store = cfg.max_store_bytes if cfg is not None else DEFAULT_MAX_STORE_BYTES
-    from ..state_dir import workspace_state_dir
+    from ..state_dir import STATE_DIR_ENV, workspace_state_dir
 
-    try:
-        folder = workspace_state_dir(ws.root) / "history"
-    except OSError as exc:
-        return None, f"the state folder cannot be created: {exc}"
+    env = os.environ
+    where = (str(ws.root), env.get(STATE_DIR_ENV), env.get("XDG_STATE_HOME"), env.get("HOME"))
+    folder = _folders.get(where)
+    if folder is None:
+        try:
+            folder = _folders[where] = workspace_state_dir(ws.root) / "history"
+        except OSError as exc:
+            return None, f"the state folder cannot be created: {exc}"
     key = (str(ws.root), str(folder), max_file, max_store)
     with _lock:
         store = _stores.get(key)

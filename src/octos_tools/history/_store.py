@@ -16,10 +16,13 @@ A checkpoint is a commit whose tree is the workspace as last recorded. Two ways 
 
 * *some paths, in-process* (:mod:`._record`): a file tool's paths, and a command's when the
   watcher (:mod:`._watch`, inotify) told what changed before and during it. Each path is
-  read, hashed and written as a loose blob, the trees along it re-hashed from the newest
-  checkpoint's tree held in memory (:mod:`._tree`), the commit object written as
-  ``commit-tree`` would write it: no git process (``check-ignore`` for a path new to the
-  history);
+  read and hashed as a blob, the trees along it re-hashed from the newest checkpoint's tree
+  held in memory (:mod:`._tree`), the commit hashed as ``commit-tree`` would write it: no
+  git process (``check-ignore`` for a path new to the history). The objects are then
+  written as loose objects, then the ref, then the head; for a file tool's checkpoint after
+  its call, by a thread of the store while the call answers (*write-behind*: the lock is
+  kept until they are written, and :meth:`HistoryStore.flush`, called by every reader and
+  writer of the store, waits for them);
 * *the whole tree, by git*: the first checkpoint, a command without a healthy watcher (its
   queue overflowed, inotify unavailable, a ``.gitignore`` changed) and a restore
   (``ls-files --others --modified --deleted``, answered from the index's stat cache, then
@@ -42,18 +45,22 @@ until the store fits or one checkpoint is left.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
+import queue
 import stat as stat_mod
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._git import EMAIL as _EMAIL
 from ._git import IDENT as _IDENT
 from ._git import GitError, GitRunner
-from ._objects import bytes_written, write_object
+from ._objects import TREE_MODE, ObjectBatch, bytes_written
 from ._record import MAX_SCAN_FILES, Scan, Stats, excluded, record, signature
 from ._tree import TreeCache
 from ._watch import Changes, Watcher
@@ -74,6 +81,8 @@ __all__ = [
     "Scan",
     "TreeChange",
 ]
+
+logger = logging.getLogger(__name__)
 
 REF = "refs/octos/checkpoints"
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -171,9 +180,19 @@ class HistoryStore:
         self._ignored: dict[str, bool] = {}  # check-ignore's answers, until a scan
         self._lost = False  # the watcher lost count of changes: the next record scans all
         self._held: int | None = None  # the lock's fd while held by hold()
+        # the head as read or written while held: no other writer can change it meanwhile
+        self._head_held: tuple[str, str, int] | None = None
+        # the write-behind of a file tool's checkpoint (see defer in checkpoint())
+        self._job_lock = threading.Lock()
+        self._job: threading.Event | None = None  # set once the pending write is done
+        self._job_thread: int | None = None
+        self._release_after_job = False  # release() came while the write was pending
+        self.last_write_error: str | None = None
+        """Why the newest deferred checkpoint could not be written (``None``: it was)."""
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = GitRunner(self.git_dir, folder / "index", root)
+            self.git.before = self.flush
             with self.locked():
                 if not (self.git_dir / "HEAD").is_file():
                     self._init()
@@ -193,6 +212,7 @@ class HistoryStore:
     def locked(self) -> Iterator[None]:
         """Hold the store's lock (waits up to 10 s, then :class:`HistoryUnavailable`); taken
         at once while this process holds it (:meth:`hold`)."""
+        self.flush()
         if self._held is not None:
             yield
             return
@@ -211,14 +231,48 @@ class HistoryStore:
         Raises:
             HistoryUnavailable: the lock cannot be had (the reason in the message).
         """
+        self.flush()
         if self._held is None:
             self._held = self._acquire() or -1
+            self._head_held = None
+
+    def try_hold(self) -> bool:
+        """Take the store's lock as :meth:`hold` does if that needs no wait: ``False`` when
+        a checkpoint is being written, the lock is held by this process already or by
+        another process (the caller then waits in :meth:`hold`, off the event loop)."""
+        if self._job is not None or self._held is not None or fcntl is None:
+            return False
+        try:
+            fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._held = fd
+        self._head_held = None
+        return True
 
     def release(self) -> None:
-        """Give back the lock taken by :meth:`hold` (nothing when not held)."""
-        fd, self._held = self._held, None
+        """Give back the lock taken by :meth:`hold` (nothing when not held); while a
+        deferred checkpoint is being written, the lock is given back when it is written."""
+        with self._job_lock:
+            if self._job is not None:
+                self._release_after_job = True
+                return
+            fd, self._held = self._held, None
+            self._head_held = None
         if fd is not None and fd >= 0:
             os.close(fd)
+
+    def flush(self) -> None:
+        """Wait until the deferred checkpoint (if any) is written: every reader and writer
+        of the store calls this first, so none sees the store without it."""
+        job = self._job
+        if job is not None and threading.get_ident() != self._job_thread:
+            job.wait()
 
     def _acquire(self) -> int | None:
         if fcntl is None:  # pragma: no cover
@@ -247,23 +301,40 @@ class HistoryStore:
 
     def head(self) -> tuple[str, str, int] | None:
         """``(commit, tree, number of checkpoints)`` of the newest checkpoint, or ``None``."""
+        self.flush()
+        if self._head_held is not None and self._held is not None:
+            return self._head_held
         try:
-            parts = (self.folder / "head").read_text().split()
+            with open(self.folder / "head", "rb") as fh:
+                parts = fh.read().split()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise HistoryUnavailable(f"the history head cannot be read: {exc}") from None
-        if len(parts) != 3 or len(parts[0]) != 40:
+        if len(parts) != 3 or len(parts[0]) != 40 or not parts[2].isdigit():
             raise HistoryUnavailable("the history store is corrupt (its head file)")
-        return parts[0], parts[1], int(parts[2])
+        head = parts[0].decode(), parts[1].decode(), int(parts[2])
+        if self._held is not None:
+            self._head_held = head
+        return head
 
     def _set_head(self, commit: str, tree: str, count: int) -> None:
+        """Write the ref, then the head (each a temporary file renamed into place)."""
         for name, text in (("git/" + REF, f"{commit}\n"), ("head", f"{commit} {tree} {count}\n")):
-            path = self.folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text)
+            path = f"{self.folder}/{name}"
+            tmp = path + ".lock"  # a name git never takes for a ref
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:  # the ref's folder, the first time
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
+        if self._held is not None:
+            self._head_held = (commit, tree, count)
 
     # ------------------------------------------------------------------ the index
 
@@ -374,6 +445,7 @@ class HistoryStore:
 
     def known_unchanged(self, paths: Sequence[str]) -> bool:
         """Whether every path has the stat this process last recorded (no scan needed)."""
+        self.flush()
         for rel in paths:
             want = self._stats.get(rel)
             try:
@@ -385,6 +457,19 @@ class HistoryStore:
             except OSError:
                 return False
             if want != signature(st):
+                return False
+        return True
+
+    def in_memory(self, paths: Sequence[str]) -> bool:
+        """Whether a checkpoint of ``paths`` needs no git process: the newest checkpoint's
+        tree is held in memory and each path is a file in it already (a new path is asked
+        of ``check-ignore``). The caller holds the lock."""
+        tree, head = self._tree, self.head()
+        if tree is None or head is None or tree.commit != head[0]:
+            return False
+        for rel in paths:
+            have = tree.entry(rel)
+            if have is None or have[0] == TREE_MODE:
                 return False
         return True
 
@@ -448,11 +533,13 @@ class HistoryStore:
     def has_pending(self) -> bool:
         """Whether the watcher told of changes not recorded yet, or lost count of them
         (cheap: one non-blocking read of its queue)."""
+        self.flush()
         self._drain()
         return self._lost or bool(self._pending.paths or self._pending.folders)
 
     def close(self) -> None:
         """Stop watching the workspace (the store stays usable: commands scan the tree)."""
+        self.flush()
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
@@ -468,11 +555,17 @@ class HistoryStore:
         session: str = "",
         summary: str = "",
         pending: bool = False,
+        defer: bool = False,
     ) -> Checkpoint | None:
         """Record the workspace (``paths`` only, or everything when ``None``) as a checkpoint;
         ``None`` when nothing changed since the newest one. ``pending``: with ``paths``, also
         what the watcher told changed (a scan of all when it lost count), so the checkpoint
         before a file tool's call is the whole workspace as it is (a command's always is).
+        ``defer``: with ``paths``, not ``pending`` and the lock held (:meth:`hold`), the
+        checkpoint's objects are hashed and its id returned at once, and its files (objects,
+        ref, head) are written by a worker thread; the lock is kept until they are, and
+        every other use of the store waits for them (:meth:`flush`). A process killed
+        before they are written loses that checkpoint only (docs/history.md, "Crash").
 
         Raises:
             HistoryUnavailable: the store cannot be written (the reason in the message).
@@ -486,9 +579,14 @@ class HistoryStore:
                 if paths is not None and (
                     not pending or (self._watcher is None and not self._lost)
                 ):
-                    cp = self._some(head, paths, (), tool, call_id, session, summary)
+                    defer = defer and not pending and self._held is not None
+                    told_here = self._pending.paths.intersection(paths)
                     self._pending.paths.difference_update(paths)  # recorded now
-                    return cp
+                    try:
+                        return self._some(head, paths, (), tool, call_id, session, summary, defer)
+                    except BaseException:
+                        self._pending.paths |= told_here  # told again at the next one
+                        raise
                 told = self._pending
                 if self._watcher is None or any(
                     p.rpartition("/")[2] == ".gitignore" for p in told.paths
@@ -535,26 +633,31 @@ class HistoryStore:
         call_id: str,
         session: str,
         summary: str,
+        defer: bool = False,
     ) -> Checkpoint | None:
         """A checkpoint of ``paths`` and ``folders``, in-process (:mod:`._record`)."""
         tree = self._tree
         if tree is None or tree.commit != head[0]:
             tree = self._tree = TreeCache.load(self.git, head[0], head[1])
+        objects = ObjectBatch(self.git_dir)
         try:
             scan = record(
-                root=self.root, git=self.git, tree=tree, stats=self._stats,
+                root=self.root, git=self.git, tree=tree, objects=objects, stats=self._stats,
                 max_file_bytes=self.max_file_bytes, paths=paths, folders=folders,
                 watcher=self._watcher, ignored=self._ignored,
             )  # fmt: skip
             if not tree.dirty():
                 return None
-            new = tree.write(self.git_dir)
+            new = tree.write(objects)
+            if new == head[1]:
+                return None
+            cp = self._finish(
+                head, new, scan.changed, scan.skipped, tool, call_id, session, summary,
+                objects=objects, defer=defer,
+            )  # fmt: skip
         except BaseException:
             self._tree = None  # half changed: read again next time
             raise
-        if new == head[1]:
-            return None
-        cp = self._finish(head, new, scan.changed, scan.skipped, tool, call_id, session, summary)
         tree.commit = cp.commit
         return cp
 
@@ -585,9 +688,8 @@ class HistoryStore:
                         cached.remove(c.path)
                     else:
                         cached.set(c.path, c.new_mode, c.new_blob)
-                with contextlib.suppress(OSError):
-                    if cached.write(self.git_dir) == tree:
-                        self._tree = cached
+                if cached.write(ObjectBatch(self.git_dir)) == tree:  # git wrote them
+                    self._tree = cached
         cp = self._finish(head, tree, changed, scan.skipped, tool, call_id, session, summary)
         if self._tree is not None:
             self._tree.commit = cp.commit
@@ -603,7 +705,12 @@ class HistoryStore:
         call_id: str,
         session: str,
         summary: str,
+        *,
+        objects: ObjectBatch | None = None,
+        defer: bool = False,
     ) -> Checkpoint:
+        """Stage the commit of ``tree`` in ``objects`` and write them, the ref and the
+        head: now, or by the worker thread when ``defer``."""
         shown = list(changed[:_MAX_LISTED_PATHS])
         title = summary or (", ".join(shown[:3]) + (" …" if len(changed) > 3 else ""))
         lines = [f"{tool}: {title}"[:200], "", f"Tool: {tool}"]
@@ -612,8 +719,19 @@ class HistoryStore:
         if len(changed) > len(shown):
             lines.append(f"Changed: … {len(changed) - len(shown)} more")
         lines += [f"Skipped: {p} ({why})" for p, why in sorted(skipped.items())[:50]]
-        commit = self._write_commit(tree, head[0] if head else None, "\n".join(lines) + "\n")
+        objects = objects if objects is not None else ObjectBatch(self.git_dir)
+        commit = _stage_commit(objects, tree, head[0] if head else None, "\n".join(lines) + "\n")
         count = (head[2] if head else 0) + 1
+        cp = Checkpoint(commit, tuple(changed), tuple(sorted(skipped.items())))
+        if defer and self._start_job(objects, cp, tree, count):
+            return cp
+        self._write(objects, commit, tree, count)
+        return cp
+
+    def _write(self, objects: ObjectBatch, commit: str, tree: str, count: int) -> None:
+        """Write the objects, then the ref and the head (a head never names a commit whose
+        objects are not all written), then measure the quota when due."""
+        objects.write()
         self._set_head(commit, tree, count)
         self._since_quota += 1
         if self._since_quota >= self.quota_every:
@@ -621,15 +739,53 @@ class HistoryStore:
             if self._over_quota():
                 self.collect()
                 self._measured = None
-        return Checkpoint(commit, tuple(changed), tuple(sorted(skipped.items())))
 
-    def _write_commit(self, tree: str, parent: str | None, message: str) -> str:
-        """Write a commit object (what ``git commit-tree`` writes) without starting a
-        process; return its id."""
-        ident = f"{_IDENT} <{_EMAIL}> {int(time.time())} +0000"
-        head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
-        body = f"{head}author {ident}\ncommitter {ident}\n\n{message}".encode()
-        return write_object(self.git_dir, "commit", body)
+    def _start_job(self, objects: ObjectBatch, cp: Checkpoint, tree: str, count: int) -> bool:
+        """Hand the writing of checkpoint ``cp`` to the history's writer thread (a queue:
+        no thread start on the call's path); ``False`` when no thread can start (the
+        interpreter is shutting down): the caller writes it."""
+        done = threading.Event()
+        with self._job_lock:
+            self._job = done
+        try:
+            _submit(done, lambda: self._job_main(done, objects, cp, tree, count))
+        except RuntimeError:
+            with self._job_lock:
+                self._job = None
+            return False
+        return True
+
+    def _job_main(
+        self, done: threading.Event, objects: ObjectBatch, cp: Checkpoint, tree: str, count: int
+    ) -> None:
+        self._job_thread = threading.get_ident()
+        try:
+            self._write(objects, cp.commit, tree, count)
+            self.last_write_error = None
+        except (OSError, GitError, HistoryUnavailable) as exc:
+            # the call's result named this checkpoint; it is not in the store: what it
+            # recorded is recorded again by the next checkpoint (its paths are pending)
+            self.last_write_error = f"checkpoint {cp.short} could not be written: {exc}"
+            logger.warning("history: %s", self.last_write_error)
+            self._tree = None
+            for path in cp.changed:
+                self._stats.pop(path, None)
+            if self._watcher is not None:
+                self._pending.paths.update(cp.changed)
+            else:
+                self._lost = True  # no watcher to tell them: the next checkpoint scans all
+        finally:
+            with self._job_lock:
+                self._job = None
+                fd = None
+                if self._release_after_job:
+                    self._release_after_job = False
+                    fd, self._held = self._held, None
+                    self._head_held = None
+            if fd is not None and fd >= 0:
+                os.close(fd)
+            _unwritten.discard(done)
+            done.set()
 
     def _changed_between(self, old: str, new: str, path: str | None = None) -> list[str]:
         return [c.path for c in self.tree_changes(old, new, path)]
@@ -784,6 +940,49 @@ class HistoryStore:
             self.git.run("prune", "--expire=now")
             self._set_head(head[0], head[1], len(out))
         return kept
+
+
+_jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+_writer: threading.Thread | None = None
+_writer_lock = threading.Lock()
+_unwritten: set[threading.Event] = set()  # the jobs queued or running
+
+
+def _write_jobs() -> None:
+    while True:
+        _jobs.get()()
+
+
+def _submit(done: threading.Event, job: Callable[[], None]) -> None:
+    """Queue ``job`` (which sets ``done`` when it ends) for the writer thread, started
+    once per process (a daemon: :func:`_write_pending` waits for its jobs at exit).
+
+    Raises:
+        RuntimeError: the thread cannot start (the interpreter is shutting down).
+    """
+    global _writer
+    with _writer_lock:
+        if _writer is None or not _writer.is_alive():
+            _writer = threading.Thread(target=_write_jobs, name="octos-history-write", daemon=True)
+            _writer.start()
+        _unwritten.add(done)
+    _jobs.put(job)
+
+
+@atexit.register
+def _write_pending() -> None:
+    """At the end of the process, wait (up to 10 s each) for the checkpoints still being
+    written."""
+    for done in list(_unwritten):
+        done.wait(10)
+
+
+def _stage_commit(objects: ObjectBatch, tree: str, parent: str | None, message: str) -> str:
+    """Stage a commit object (what ``git commit-tree`` writes); its id."""
+    ident = f"{_IDENT} <{_EMAIL}> {int(time.time())} +0000"
+    head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "")
+    body = f"{head}author {ident}\ncommitter {ident}\n\n{message}".encode()
+    return objects.put("commit", body)
 
 
 def _z(paths: Sequence[str]) -> bytes:

@@ -1,21 +1,22 @@
 """The newest checkpoint's tree, held in memory so a checkpoint of a few paths needs no git.
 
 :class:`TreeCache` is loaded once (``git ls-tree -r -t``, one process) from the tree of a
-checkpoint and then changed path by path; :meth:`TreeCache.write` writes only the trees
-along the changed paths (loose objects, :mod:`._objects`) and gives the new root tree's id,
-the one ``git write-tree`` would give for the same entries. The folder of a path is created
-on the way (a file standing where a folder must be is replaced), and a folder left empty
-disappears, as in git (a tree never holds an empty tree).
+checkpoint and then changed path by path; :meth:`TreeCache.write` hashes only the trees
+along the changed paths (staged in an :class:`~._objects.ObjectBatch`, written as loose
+objects by its caller) and gives the new root tree's id, the one ``git write-tree`` would
+give for the same entries. Each folder keeps its entries encoded and in git's order, so a
+folder of 100 entries with one changed is re-encoded for that entry only. The folder of a
+path is created on the way (a file standing where a folder must be is replaced), and a
+folder left empty disappears, as in git (a tree never holds an empty tree).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from ._git import GitRunner
-from ._objects import TREE_MODE, tree_body, write_object
+from ._objects import TREE_MODE, ObjectBatch, tree_entry
 
 __all__ = ["TreeCache"]
 
@@ -36,6 +37,11 @@ class TreeCache:
         # TREE_MODE, and its own folder here
         self.dirs: dict[str, dict[str, tuple[str, str]]] = {"": {}}
         self._dirty: set[str] = set()
+        # folder -> name -> its entry's bytes in the tree body, as last written (a folder
+        # not there yet is encoded whole at its next write); the names changed since
+        self._encoded: dict[str, dict[str, bytes]] = {}
+        self._order: dict[str, list[str]] = {}  # folder -> names in git's order
+        self._touched: dict[str, set[str]] = {}
 
     @classmethod
     def load(cls, git: GitRunner, commit: str, tree: str) -> TreeCache:
@@ -90,10 +96,12 @@ class TreeCache:
                 self.dirs[folder][part] = (TREE_MODE, "")
                 self._drop_folder(sub)
                 self.dirs[sub] = {}
+                self._note(folder, part)
             folder = sub
         if self.dirs[folder].get(parts[-1], ("", ""))[0] == TREE_MODE:
             self._drop_folder(path)
         self.dirs[folder][parts[-1]] = (mode, sha)
+        self._note(folder, parts[-1])
         self._touch(folder)
 
     def remove(self, path: str) -> None:
@@ -104,31 +112,63 @@ class TreeCache:
             return
         if folder.pop(name)[0] == TREE_MODE:
             self._drop_folder(path)
+        self._note(parent, name)
         self._touch(parent)
 
-    def write(self, git_dir: Path) -> str:
-        """Write the trees changed since the last write; the root tree's id.
-
-        Raises:
-            OSError: the store's object folder cannot be written.
-        """
+    def write(self, objects: ObjectBatch) -> str:
+        """Hash the trees changed since the last write into ``objects`` (deepest first, so
+        each is staged after the trees it names); the root tree's id."""
         for folder in sorted(self._dirty, key=lambda f: f.count("/") + bool(f), reverse=True):
             entries = self.dirs.get(folder)
             if entries is None:
                 continue
             parent, _, name = folder.rpartition("/")
             if not entries and folder:
-                del self.dirs[folder]
+                self._drop_folder(folder)
                 self.dirs[parent].pop(name, None)
+                self._note(parent, name)
                 continue
-            body = tree_body((n, m, s) for n, (m, s) in entries.items())
-            sha = write_object(git_dir, "tree", body)
+            sha = objects.put("tree", self._body(folder, entries))
             if folder:
                 self.dirs[parent][name] = (TREE_MODE, sha)
+                self._note(parent, name)
             else:
                 self.tree = sha
         self._dirty.clear()
         return self.tree
+
+    def _body(self, folder: str, entries: dict[str, tuple[str, str]]) -> bytes:
+        """The tree body of ``folder``: its entries encoded, in git's order (a folder's name
+        compared as ``name + "/"``), re-encoding only the names changed since last time."""
+        encoded = self._encoded.get(folder)
+        touched = self._touched.pop(folder, None)
+        if encoded is None or touched is None:
+            encoded = self._encoded[folder] = {
+                n: tree_entry(n, m, s) for n, (m, s) in entries.items()
+            }
+            order = None
+        else:
+            order = self._order.get(folder)
+            for n in touched:
+                have = entries.get(n)
+                old = encoded.pop(n, None)
+                if have is None:
+                    order = None  # a name left
+                    continue
+                new = encoded[n] = tree_entry(n, have[0], have[1])
+                if old is None or old.startswith(b"40000 ") != new.startswith(b"40000 "):
+                    order = None  # a name came, or changed between file and folder
+        if order is None:
+            order = self._order[folder] = sorted(
+                entries, key=lambda n: os.fsencode(n) + b"/" if entries[n][0] == TREE_MODE
+                else os.fsencode(n),
+            )  # fmt: skip
+        return b"".join([encoded[n] for n in order])
+
+    def _note(self, folder: str, name: str) -> None:
+        """Entry ``name`` of ``folder`` changed (it is re-encoded at the next write)."""
+        if folder in self._encoded:
+            self._touched.setdefault(folder, set()).add(name)
 
     def _touch(self, folder: str) -> None:
         while True:
@@ -141,3 +181,6 @@ class TreeCache:
         prefix = folder + "/"
         for key in [k for k in self.dirs if k == folder or k.startswith(prefix)]:
             del self.dirs[key]
+            self._encoded.pop(key, None)
+            self._order.pop(key, None)
+            self._touched.pop(key, None)

@@ -216,6 +216,8 @@ class Watcher:
             if not raw:
                 continue
             name = os.fsdecode(raw)
+            if name == ".git" or name.startswith(".octos-tmp-"):
+                continue  # never recorded (``_record.excluded``): a file tool's own staging
             path = f"{folder}/{name}" if folder else name
             self._pending.paths.add(path)
             if mask & _IN_ISDIR and mask & (_IN_CREATE | _IN_MOVED_TO):
