@@ -235,6 +235,31 @@ def _sandbox_line(cfg: Config) -> None:
     logger.info("commands run in the %s sandbox (%s, network %s)", box.mode, engine, net)
 
 
+def _off_limits_line(registry: ToolRegistry) -> None:
+    """A stderr warning (``serve`` and ``call`` start) when the workspace holds the home
+    folder's credential stores or the server's state folder: the file tools and the
+    history leave them out (:mod:`octos_tools.workspace._off_limits`), but a project folder
+    is what should be served."""
+    ws = registry.workspace
+    off = getattr(ws, "off_limits", None)
+    if ws is None or not off:
+        return
+    home = Path.home()
+    root = ws.root
+    what = (
+        "the home folder"
+        if root == home or root in home.parents
+        else "a credential store or the octos-tools state folder"
+    )
+    present = [p for p in off.paths if os.path.lexists(os.path.join(root, p))]
+    shown = ", ".join(present[:6]) + (" …" if len(present) > 6 else "")
+    _warn(
+        f"the workspace {str(root)!r} contains {what}: file tools and the history leave "
+        f"out its credential stores and the state folder ({shown or 'none there yet'}); "
+        "serve a project folder instead"
+    )
+
+
 def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -> ToolRegistry:
     """The registry of a command; for ``call`` (``call`` names the tool), only what that
     call needs (:func:`~octos_tools.profile.build_call_registry`)."""
@@ -349,6 +374,7 @@ def call(
     cfg = _load(config, read_only, sandbox)
     raw: str | bytes = args if args is not None else _read_stdin()
     registry = _registry(cfg, workspace, call=tool)
+    _off_limits_line(registry)
     # Start the configured MCP servers only when the call may be for one of their tools:
     # a built-in call should not pay for starting every mounted server.
     builtin = tool in registry or tool in registry.removed_by_policy()
@@ -1065,6 +1091,7 @@ def serve(
                 _usage_error(str(exc))
     registry = _registry(cfg, workspace)
     _sandbox_line(cfg)
+    _off_limits_line(registry)
     sock = None
     if transport == "http":
         from .mcp.http import bind_socket  # the HTTP stack: not loaded for stdio
