@@ -71,14 +71,18 @@ def _denied(res: ToolResult, rule: str) -> None:
         "{home}/.ssh/id_ed25519",
     ],
 )
-async def test_read_file_refuses_a_credential_store_in_every_spelling(home: Path, path: str) -> None:
+async def test_read_file_refuses_a_credential_store_in_every_spelling(
+    home: Path, path: str
+) -> None:
     res = await _run(_reg(home), "read_file", {"path": path.format(home=home)})
     _denied(res, "~/.ssh")
 
 
 async def test_read_file_refuses_the_state_folder_and_reads_the_rest(home: Path) -> None:
     reg = _reg(home)
-    _denied(await _run(reg, "read_file", {"path": ".local/state/octos-tools/token"}), "state folder")
+    _denied(
+        await _run(reg, "read_file", {"path": ".local/state/octos-tools/token"}), "state folder"
+    )
     res = await _run(reg, "read_file", {"path": "proj/notes.txt"})
     assert res.success and "PRIVATE notes" in res.output
     res = await _run(reg, "read_file", {"path": ".config/app.toml"})  # .config itself is fine

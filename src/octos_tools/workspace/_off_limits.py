@@ -12,7 +12,9 @@ and the same list is refused here, so ``read_file .ssh/id_ed25519`` cannot do wh
   (:func:`octos_tools.state_dir.state_root`: history, locks, tokens), the ``deny_read``
   entries and the server's secret files given by :meth:`OffLimits.protect`, when they lie
   strictly inside the root (as typed and as resolved), whether they exist or not (a write
-  must not create ``.ssh/authorized_keys`` either);
+  must not create ``.ssh/authorized_keys`` either). The credential stores are looked at
+  only when the root holds the home folder (a store symlinked into a project folder is
+  not found; commands still cannot read it);
 * a user path at or below one of them is ``permission_denied`` naming the rule
   (:meth:`OffLimits.check`); a listing or walk leaves them out (:meth:`OffLimits.hides`);
 * names are compared case-folded (macOS and Windows file systems ignore case by default;
@@ -54,15 +56,25 @@ class OffLimits:
         self.rels: frozenset[str] = frozenset()
         """The same paths as case-folded ``/``-joined strings (for the walkers)."""
         self._spelled: dict[tuple[str, ...], str] = {}
-        if self._home is not None:
-            for name in CREDENTIAL_STORES:
-                self._add(self._home / name, f"the credential store ~/{name}")
+        self._first: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self._root_parts = str(root).split("/")
+        home_text = os.path.normpath(os.path.abspath(self._home)) if self._home else None
+        if home_text is not None:
+            real_home = os.path.realpath(home_text)
+            # the stores lie below the home folder: only a root holding it can hold them
+            if self._holds(home_text) or self._holds(real_home):
+                for name in CREDENTIAL_STORES:
+                    path = f"{home_text}/{name}"
+                    # a store that does not exist resolves as its folder does
+                    real = os.path.realpath(path) if os.path.lexists(path) else None
+                    self._add(path, f"the credential store ~/{name}", real or f"{real_home}/{name}")
         try:
             state = state_root(create=False)
         except (OSError, RuntimeError):  # pragma: no cover - no home folder at all
             state = None
         if state is not None:
-            self._add(state, "the octos-tools state folder (history, locks, tokens)")
+            text = os.path.normpath(state)
+            self._add(text, "the octos-tools state folder (history, locks, tokens)")
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -77,20 +89,33 @@ class OffLimits:
             path = Path(os.path.expanduser(entry))
             if not path.is_absolute() and self._home is not None:
                 path = self._home / path
-            self._add(path, f"[sandbox] deny_read {entry!r}")
+            self._add(os.path.abspath(path), f"[sandbox] deny_read {entry!r}")
         for secret in secrets:
-            self._add(Path(os.path.expanduser(os.fspath(secret))), "a secret file of the server")
+            self._add(
+                os.path.abspath(os.path.expanduser(os.fspath(secret))),
+                "a secret file of the server",
+            )
 
-    def _add(self, path: Path, why: str) -> None:
-        text = os.path.abspath(path)
-        root = str(self.root).split("/")
-        for spelling in dict.fromkeys((os.path.normpath(text), os.path.realpath(text))):
+    def _holds(self, text: str) -> bool:
+        """Whether the absolute path ``text`` is the root or below it."""
+        parts = text.split("/")
+        root = self._root_parts
+        return len(parts) >= len(root) and parts[: len(root)] == root
+
+    def _add(self, text: str, why: str, real: str | None = None) -> None:
+        """Put the absolute path ``text`` (and its resolved spelling ``real``, looked up
+        when not given) off limits when it lies below the root."""
+        text = os.path.normpath(text)
+        root = self._root_parts
+        for spelling in dict.fromkeys((text, real or os.path.realpath(text))):
             parts = spelling.split("/")
             if len(parts) > len(root) and parts[: len(root)] == root:
                 below = tuple(p.casefold() for p in parts[len(root) :])
-                self.rules.setdefault(below, why)
-                self._spelled.setdefault(below, "/".join(parts[len(root) :]))
-        self.rels = frozenset("/".join(k) for k in self.rules)
+                if below not in self.rules:
+                    self.rules[below] = why
+                    self._first.setdefault(below[0], []).append((below, why))
+                    self._spelled[below] = "/".join(parts[len(root) :])
+                    self.rels = self.rels | {"/".join(below)}
 
     @property
     def paths(self) -> list[str]:
@@ -100,10 +125,13 @@ class OffLimits:
     def rule_for(self, parts: Sequence[str]) -> str | None:
         """The rule that puts the path ``parts`` (components below the root) off limits, or
         ``None``."""
-        if not self.rules:
+        if not parts or not self.rules:
+            return None
+        candidates = self._first.get(parts[0].casefold())
+        if candidates is None:  # the usual answer: one dict lookup
             return None
         folded = tuple(p.casefold() for p in parts)
-        for key, why in self.rules.items():
+        for key, why in candidates:
             if folded[: len(key)] == key:
                 return why
         return None
