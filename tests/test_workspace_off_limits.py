@@ -230,3 +230,22 @@ def test_call_warns_when_the_workspace_holds_the_home_folder(home: Path) -> None
     assert ".local/state/octos-tools" in err, err
     out = run_in_process("call", "list_dir", "{}", "-w", str(home / "proj"), env=env)
     assert b"contains" not in out.stderr, out.stderr
+
+
+def test_call_warns_when_the_workspace_holds_the_state_folder_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = tmp_path / "proj"
+    (proj / "state").mkdir(parents=True)
+    env = {"HOME": str(tmp_path / "elsewhere"), "XDG_STATE_HOME": str(proj / "state")}
+    monkeypatch.delenv("OCTOS_TOOLS_STATE_DIR", raising=False)
+    out = run_in_process(
+        "call", "write_file", '{"path": "a.txt", "content": "a"}', "-w", str(proj), env=env
+    )
+    err = out.stderr.decode()
+    assert out.returncode == 0 and "contains the octos-tools state folder" in err, err
+    assert "state/octos-tools" in err
+    res = run_in_process(
+        "call", "read_file", '{"path": "state/octos-tools/workspaces"}', "-w", str(proj), env=env
+    )
+    assert b"permission_denied" in res.stdout + res.stderr  # call exits 0 on a tool error

@@ -45,6 +45,9 @@ class OffLimits:
             user's, ``Path.home()``, which follows ``HOME``).
     """
 
+    STATE_RULE = "the octos-tools state folder (history, locks, tokens)"
+    """The description of the state folder's rule."""
+
     def __init__(self, root: Path, *, home: Path | None = None) -> None:
         from ..sandbox._protected import CREDENTIAL_STORES
         from ..state_dir import state_root
@@ -74,7 +77,7 @@ class OffLimits:
             state = None
         if state is not None:
             text = os.path.normpath(state)
-            self._add(text, "the octos-tools state folder (history, locks, tokens)")
+            self._add(text, self.STATE_RULE)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
