@@ -82,6 +82,20 @@ class PathResolver:
         self.off_limits: OffLimits = OffLimits(self.root)
         """What no file tool touches inside this root (:mod:`._off_limits`): credential
         stores, the state folder, ``deny_read`` (add with ``off_limits.protect``)."""
+        self._protected: dict[str, str] = {}
+
+    def protect_file(self, path: str | os.PathLike[str], what: str) -> None:
+        """Make the file tools refuse to write ``path`` (``permission_denied``), as the
+        command sandbox keeps it read-only: the server's own config file, its audit log.
+
+        Args:
+            path: the file (absolute, or relative to the current folder); outside the
+                root it is ignored (the file tools cannot reach it anyway).
+            what: what the file is, for the message (``"the server's own config file"``).
+        """
+        real = os.path.realpath(os.path.expanduser(os.fspath(path)))
+        if real.startswith(str(self.root).rstrip("/") + "/"):
+            self._protected[real] = what
 
     # ------------------------------------------------------------------ pure checks
 
@@ -185,7 +199,7 @@ class PathResolver:
 
         Raises:
             PathError: ``invalid_arguments`` (length, reserved name), ``permission_denied``
-                (inside ``.git``).
+                (inside ``.git``, or a path :meth:`_refuse_protected` refuses).
         """
         from ._tempnames import is_internal_temp_name
 
@@ -197,6 +211,7 @@ class PathResolver:
                 "command). Change the repository with git itself",
             )
 
+        self._refuse_protected(parts, text)
         size = self._root_bytes + sum(len(os.fsencode(p)) + 1 for p in parts)
         if size >= PATH_MAX:
             raise PathError(
@@ -212,6 +227,34 @@ class PathResolver:
                     f"{show(part)} is a name reserved for octos-tools' temporary files; "
                     "choose another name",
                 )
+
+    def _refuse_protected(self, parts: Sequence[str], text: str) -> None:
+        """Refuse what the command sandbox keeps read-only for the same reason: a file of
+        :meth:`protect_file`, a file in a ``core.hooksPath`` folder, a config file a
+        repository includes (:func:`octos_tools._git_code.write_refusal`).
+
+        Raises:
+            PathError: ``permission_denied``, naming the rule.
+        """
+        from .. import _git_code
+
+        if not parts:
+            return
+        if self._protected:
+            what = self._protected.get(os.path.join(str(self.root), *parts))
+            if what is not None:
+                raise PathError(
+                    ErrorKind.PERMISSION_DENIED,
+                    f"{show(text[:80])} is {what}: file tools never write it (commands "
+                    "may not either). A person changes it outside the agent",
+                )
+        why = _git_code.write_refusal(str(self.root), parts)
+        if why is not None:
+            raise PathError(
+                ErrorKind.PERMISSION_DENIED,
+                f"{show(text[:80])} {why}, so file tools never write it (commands may not "
+                "either). A person changes it outside the agent",
+            )
 
     # ------------------------------------------------------------------ descriptors
 
