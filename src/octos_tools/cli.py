@@ -238,6 +238,34 @@ def _sandbox_line(cfg: Config) -> None:
     logger.info("commands run in the %s sandbox (%s, network %s)", box.mode, engine, net)
 
 
+def _off_limits_line(registry: ToolRegistry, *, serving: bool = False) -> None:
+    """A stderr warning (``serve`` and ``call`` start) when the workspace holds the home
+    folder's credential stores or the server's state folder: the file tools and the
+    history leave them out (:mod:`octos_tools.workspace._off_limits`), but a project folder
+    is what should be served. ``serving``: the server's own start warning already names a
+    workspace holding the home folder, so only the state folder elsewhere is told here."""
+    ws = registry.workspace
+    off = getattr(ws, "off_limits", None)
+    if ws is None or not off:
+        return
+    home = Path(os.path.realpath(Path.home()))
+    root = ws.root
+    holds_home = root == home or root in home.parents
+    holds_state = off.STATE_RULE in off.rules.values()
+    if (holds_home and serving) or not (holds_home or holds_state):
+        return  # a deny_read entry inside the project: what the user asked for
+    what = "the home folder" if holds_home else "the octos-tools state folder"
+    state = [p for p in off.paths if off.rule_for(p.split("/")) == off.STATE_RULE]
+    present = [p for p in off.paths if os.path.lexists(os.path.join(root, p))]
+    shown = list(dict.fromkeys(state + present))
+    listed = ", ".join(shown[:6]) + (" …" if len(shown) > 6 else "")
+    left_out = "its credential stores and the state folder" if holds_home else "it"
+    _warn(
+        f"the workspace {str(root)!r} contains {what}: file tools and the history leave "
+        f"out {left_out} ({listed}); serve a project folder instead"
+    )
+
+
 def _registry(cfg: Config, workspace: Path | None, *, call: str | None = None) -> ToolRegistry:
     """The registry of a command; for ``call`` (``call`` names the tool), only what that
     call needs (:func:`~octos_tools.profile.build_call_registry`)."""
@@ -387,6 +415,7 @@ def call(
     cfg = _load(config, read_only, sandbox)
     raw: str | bytes = args if args is not None else _read_stdin()
     registry = _registry(cfg, workspace, call=tool)
+    _off_limits_line(registry)
     # Start the configured MCP servers only when the call may be for one of their tools:
     # a built-in call should not pay for starting every mounted server.
     builtin = tool in registry or tool in registry.removed_by_policy()
@@ -1118,6 +1147,7 @@ def serve(
                 _usage_error(str(exc))
     registry = _registry(cfg, workspace)
     _sandbox_line(cfg)
+    _off_limits_line(registry, serving=True)
     sock = None
     if transport == "http":
         from .mcp.http import bind_socket  # the HTTP stack: not loaded for stdio

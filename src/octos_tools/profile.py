@@ -243,6 +243,9 @@ def _build(
         if isinstance(workspace, Workspace)
         else Workspace(Path(workspace), durable_writes=config.files.durable_writes)
     )
+    # what commands may not read, file tools may not touch (workspace._off_limits)
+    token = config.serve.auth_token_file
+    ws.off_limits.protect(config.sandbox.deny_read, [token] if token else [])
     # the listed tools are the LRU's base tools unless the configuration names its own
     base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(

@@ -124,6 +124,8 @@ def _restore(
             )
         elif _GITLINK in (c.old_mode, c.new_mode):
             out.skipped[c.path] = "a nested repository"
+        elif ws.off_limits.rule_for(c.path.split("/")):
+            out.skipped[c.path] = "off limits (a credential store or the state folder)"
         else:
             todo.append(c)
     drifted = sorted(c.path for c in todo if c.path in drift)

@@ -58,7 +58,11 @@ def history_for(ws: Workspace) -> tuple[HistoryStore | None, str | None]:
             store.close()  # its store was removed: a new one, and a new watcher
         try:
             store = HistoryStore(
-                Path(ws.root), folder, max_file_bytes=max_file, max_store_bytes=max_store
+                Path(ws.root),
+                folder,
+                max_file_bytes=max_file,
+                max_store_bytes=max_store,
+                off_limits=ws.off_limits.paths,
             )
         except HistoryUnavailable as exc:
             return None, str(exc)

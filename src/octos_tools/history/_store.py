@@ -93,6 +93,11 @@ _EXCLUDES = ".git\n.octos-tmp-*\n"
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 
 
+def _exclude_escape(rel: str) -> str:
+    """``rel`` as a literal gitignore pattern (``*?[\\`` escaped, gitignore(5))."""
+    return "".join("\\" + ch if ch in "*?[\\" else ch for ch in rel)
+
+
 class HistoryUnavailable(Exception):
     """The history store cannot be used (git missing, store corrupt, full or unwritable, its
     lock held too long); the message says why. The user's work is never blocked by it."""
@@ -161,9 +166,16 @@ class HistoryStore:
     """Watch the workspace (inotify) so a command's checkpoint needs no whole-tree scan."""
 
     def __init__(
-        self, root: Path, folder: Path, *, max_file_bytes: int, max_store_bytes: int
+        self,
+        root: Path,
+        folder: Path,
+        *,
+        max_file_bytes: int,
+        max_store_bytes: int,
+        off_limits: Sequence[str] = (),
     ) -> None:
         self.root = root
+        self._excludes = _EXCLUDES + "".join(f"/{_exclude_escape(p)}\n" for p in off_limits)
         self.folder = folder
         self.git_dir = folder / "git"
         self.max_file_bytes = max_file_bytes
@@ -196,6 +208,7 @@ class HistoryStore:
             with self.locked():
                 if not (self.git_dir / "HEAD").is_file():
                     self._init()
+                self._write_excludes()
         except (OSError, GitError) as exc:
             raise HistoryUnavailable(str(exc)) from None
 
@@ -205,8 +218,21 @@ class HistoryStore:
         self.git.init()
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
-        (info / "exclude").write_text(_EXCLUDES)
+        (info / "exclude").write_text(self._excludes)
         (info / "attributes").write_text(_ATTRIBUTES)
+
+    def _write_excludes(self) -> None:
+        """``info/exclude`` with the workspace's off-limits paths (the state folder, the
+        credential stores: :mod:`octos_tools.workspace._off_limits`), so that a workspace
+        holding the store never records it (a restore would delete its own objects)."""
+        exclude = self.git_dir / "info" / "exclude"
+        try:
+            current = exclude.read_text()
+        except OSError:
+            current = None
+        if current != self._excludes:
+            exclude.parent.mkdir(exist_ok=True)
+            exclude.write_text(self._excludes)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -585,7 +585,8 @@ async def run_server(
         if broad is not None:
             say(
                 f"octos-tools: warning: the workspace {where} is {broad}: every file there is "
-                "open to the client's model. Pass --workspace PROJECT_DIR to serve one project."
+                "open to the client's model (but the credential stores and the state folder). "
+                "Pass --workspace PROJECT_DIR to serve one project."
             )
     if transport == "stdio":
         say(f"octos-tools: serving {where} over stdio ({count} tools)")

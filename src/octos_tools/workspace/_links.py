@@ -67,6 +67,8 @@ def find_hard_links(
                 if is_internal_temp_name(name):
                     continue
                 rel = f"{prefix}/{name}" if prefix else name
+                if ws.off_limits.hides(rel):
+                    continue  # a credential store or the state folder (._off_limits)
                 try:
                     if de.is_dir(follow_symlinks=False):
                         if name != ".git":

@@ -1,7 +1,7 @@
 """Listing and walking: directory entries by ``lstat``, symlinks never entered.
 
-Our own temporary files (:func:`~octos_tools.workspace.is_internal_temp_name`) are never
-listed.
+Our own temporary files (:func:`~octos_tools.workspace.is_internal_temp_name`) and what is
+off limits (credential stores, the state folder: :mod:`._off_limits`) are never listed.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Listing(PathResolver):
         parts = self._parts(path)
         fd = self._open_dir(parts, "/".join(parts) or ".")
         try:
-            return scan(fd)
+            return self._visible(parts, scan(fd))
         finally:
             os.close(fd)
 
@@ -114,9 +114,17 @@ class Listing(PathResolver):
         try:
             if os.fstat(fd).st_size > max_bytes:
                 return None
-            return scan(fd)
+            return self._visible(parts, scan(fd))
         finally:
             os.close(fd)
+
+    def _visible(self, parts: list[str], entries: list[Entry]) -> list[Entry]:
+        """``entries`` of the folder ``parts`` less those off limits (:mod:`._off_limits`)."""
+        off = self.off_limits
+        if not off:
+            return entries
+        prefix = "/".join(parts)
+        return [e for e in entries if not off.hides(f"{prefix}/{e.name}" if prefix else e.name)]
 
     def walk(
         self,
@@ -146,10 +154,11 @@ class Listing(PathResolver):
         base = "/".join(parts)
         fd = self._open_dir(parts, base or ".")
         count = 0
+        off = self.off_limits
         # Stack of (fd, prefix, entries, next index); descriptors closed on exit.
         stack: list[tuple[int, str, list[Entry], int]] = []
         try:
-            stack.append((fd, base, scan(fd), 0))
+            stack.append((fd, base, self._visible(parts, scan(fd)), 0))
             while stack:
                 dfd, prefix, entries, idx = stack[-1]
                 if idx >= len(entries):
@@ -159,6 +168,8 @@ class Listing(PathResolver):
                 stack[-1] = (dfd, prefix, entries, idx + 1)
                 entry = entries[idx]
                 rel = f"{prefix}/{entry.name}" if prefix else entry.name
+                if off and off.hides(rel):
+                    continue
                 if max_entries is not None and count >= max_entries:
                     return
                 count += 1

@@ -14,6 +14,8 @@
   is replaced by the stored spelling, so every file tool reaches the file and every result
   names it as it is stored. Only components that are not plain (ASCII, or the same in
   both forms) cost a lookup; a typed spelling that exists always wins.
+* A path at or below a credential store or the server's state folder that lies inside the
+  root is ``permission_denied`` (:mod:`._off_limits`), for reading and writing alike.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ErrorKind, PathError
+from ._off_limits import OffLimits
 from ._os_errors import kind_name, map_os_error, map_subdir_error, show
 
 __all__ = ["DIR_FLAGS", "NAME_MAX", "PATH_MAX", "PathResolver", "open_subdir"]
@@ -76,6 +79,9 @@ class PathResolver:
         self._root_spellings: tuple[tuple[str, ...], ...] = tuple(
             tuple(p for p in s.split("/") if p) for s in sorted(spellings)
         )
+        self.off_limits: OffLimits = OffLimits(self.root)
+        """What no file tool touches inside this root (:mod:`._off_limits`): credential
+        stores, the state folder, ``deny_read`` (add with ``off_limits.protect``)."""
         self._protected: dict[str, str] = {}
 
     def protect_file(self, path: str | os.PathLike[str], what: str) -> None:
@@ -134,9 +140,11 @@ class PathResolver:
                     f"file name {show(part[:40] + '…')} in {show(text[:80])} is longer than "
                     f"{NAME_MAX} bytes",
                 )
-        if all(_plain(p) for p in rest):
-            return rest
-        return self._stored_spelling(rest)
+        if not all(_plain(p) for p in rest):
+            rest = self._stored_spelling(rest)
+        if self.off_limits:
+            self.off_limits.check(rest, text)
+        return rest
 
     def _stored_spelling(self, parts: list[str]) -> list[str]:
         """``parts`` with each component missing as typed replaced by its NFC or NFD twin

@@ -9,7 +9,9 @@ run. Once more than ``limit`` matches are confirmed, rg is killed.
 Every finding is confirmed through the workspace before it is reported (:mod:`._hits`);
 rg's error messages are read too: a folder rg cannot open because its path is longer than
 ``PATH_MAX`` is searched by the Python engine, other unreadable paths are reported as
-skipped with rg's reason.
+skipped with rg's reason. What is off limits in the workspace (credential stores, the state
+folder: :mod:`octos_tools.workspace._off_limits`) is excluded by ``--iglob`` and never
+confirmed.
 """
 
 from __future__ import annotations
@@ -272,6 +274,8 @@ def grep_rg(
             cmd[-2:-2] = ["--ignore-file", ignore_file.name]
         for folder in exclude:
             cmd[-2:-2] = ["--glob", f"!/{rg_glob_escape(folder)}/"]
+        for off in ws.off_limits.paths:  # last: an exclusion no user glob can undo
+            cmd[-2:-2] = ["--iglob", f"!/{rg_glob_escape(off)}"]
         cmd += ["--", target if target != "." else "./"]
     col = _Collector(ws, q, target, is_file)
     try:

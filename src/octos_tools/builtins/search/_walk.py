@@ -6,7 +6,8 @@ the walk is skipped, never entered. Paths of any length work (nothing is opened 
 path, so ``PATH_MAX`` does not apply). Entries come depth first, each directory's entries
 in byte order of their names (``ripgrep --sort path`` order). Folders that
 :func:`._rules.default_skip` names (virtual environments, ``node_modules``) are yielded but
-not entered, unless listed in ``explicit``.
+not entered, unless listed in ``explicit``. What is off limits (credential stores, the
+state folder: :mod:`octos_tools.workspace._off_limits`) is neither yielded nor entered.
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def walk(
         BudgetExceeded: out of time.
     """
     base = "" if start in ("", ".") else start
+    off = ws.off_limits
+    if off and off.rule_for(base.split("/") if base else ()):
+        return
     fd = open_dir(ws, base)
     try:
         first = _scan(fd)
@@ -157,6 +161,8 @@ def walk(
             if name == ".git" or is_internal_temp_name(name):
                 continue
             rel = f"{prefix}/{name}" if prefix else name
+            if off and off.hides(rel):
+                continue  # a credential store or the state folder (workspace._off_limits)
             if not rules.empty and rules.ignored(rel, is_dir):
                 continue
             yield Found(rel, name, kind, dfd)
