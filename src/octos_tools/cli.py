@@ -890,6 +890,7 @@ def contract(
 
 @sandbox_app.command("check")
 def sandbox_check(
+    workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -900,11 +901,14 @@ def sandbox_check(
     command per mode; the mode of the configuration (and the engine ``auto`` picks) comes
     first. Exit 1 when the configured mode cannot be enforced.
     """
+    from . import trusted_programs
     from .errors import ToolError
     from .sandbox import SandboxMode, engine_status, resolve_engine, settings_from_config
     from .sandbox._probe import NOT_ENFORCED, run_check
 
     cfg = _load(config)
+    root = workspace if workspace is not None else (cfg.workspace or os.getcwd())
+    trusted_programs.distrust_folders([root, *cfg.sandbox.writable_roots])
     box = settings_from_config(cfg, config_path=cfg.source_path)
     try:
         chosen: str | None = resolve_engine(box)
@@ -928,6 +932,15 @@ def sandbox_check(
             else ""
         )
     ]
+    skipped = {
+        name: trusted_programs.untrusted_hits(name) for name in trusted_programs.SERVER_PROGRAMS
+    }
+    report["untrusted_programs"] = [
+        {"program": hit, "why": why} for hits in skipped.values() for hit, why in hits
+    ]
+    for name, hits in skipped.items():
+        for _hit, why in hits:
+            lines.append(f"untrusted {name} on PATH, never run: {why}")
     for status in engine_status():
         entry: dict[str, Any] = {
             "name": status.name,

@@ -243,6 +243,10 @@ def _build(
         if isinstance(workspace, Workspace)
         else Workspace(Path(workspace), durable_writes=config.files.durable_writes)
     )
+    from . import trusted_programs
+
+    # sandboxed commands write these: the server takes none of its own programs from them
+    trusted_programs.distrust_folders([ws.root, *config.sandbox.writable_roots])
     # the listed tools are the LRU's base tools unless the configuration names its own
     base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(

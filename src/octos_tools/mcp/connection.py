@@ -69,9 +69,9 @@ def _sandboxed(
     mode = SandboxMode(cfg.sandbox)
     if mode is SandboxMode.DANGER_FULL_ACCESS:
         return argv, dict(cfg.env)
-    import shutil
+    from .. import trusted_programs
 
-    program = shutil.which(cfg.command) or cfg.command
+    program = trusted_programs.which(cfg.command) or cfg.command
     settings = SandboxSettings(mode=mode, network=cfg.network, private_home=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **cfg.env}
     out, env = wrap_server([program, *cfg.args], cwd or os.getcwd(), env, settings, workspace)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import trusted_programs
 from ..errors import ErrorKind, ToolError
 from . import _bridge, _bubblewrap, _detect, _git_guard, _landlock, _protected, _seccomp
 from ._settings import SandboxMode, SandboxSettings
@@ -112,6 +113,7 @@ class Sandbox:
 
     def _private(self, kind: str) -> str:
         path = tempfile.mkdtemp(prefix=f"octos-sandbox-{kind}-")
+        trusted_programs.distrust_folders([path])  # commands write it: no server program
         weakref.finalize(self, shutil.rmtree, path, True)
         return path
 
@@ -140,7 +142,9 @@ class Sandbox:
             return []
         roots = [os.path.realpath(workspace)] if workspace else []
         roots += [os.path.realpath(os.path.expanduser(r)) for r in s.writable_roots]
-        return [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+        found = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+        trusted_programs.distrust_folders(found)
+        return found
 
     def unreadable(self) -> list[str]:
         """What commands may not read (credential stores, deny_read, the server's secrets)."""
@@ -183,12 +187,12 @@ class Sandbox:
             ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
         """
         s = self.settings
+        writable = self.writable_roots(workspace)  # first: no server program from them
         engine = resolve_engine(s)
         env = dict(env)
         if engine == "none":
             return SandboxSpawn(list(argv), env)
         network, egress = s.network, s.egress
-        writable = self.writable_roots(workspace)
         pinned = [os.path.abspath(p) for p in s.read_only_paths]
         watch: _git_guard.GuardWatch | None = None
         found: list[str] = []
@@ -200,9 +204,7 @@ class Sandbox:
         read_only = [*found, *pinned]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
-            import shutil as _sh
-
-            bwrap = _sh.which("bwrap") or "bwrap"
+            bwrap = _detect.bubblewrap_status().detail  # the trusted bwrap resolve_engine ran
             fd = os.memfd_create("octos-seccomp", os.MFD_CLOEXEC)
             os.write(
                 fd, _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
@@ -398,7 +400,7 @@ def _environment_roots(program: str) -> list[str]:
     venv) and the folder of the file it links to. Kept visible when they are under the
     replaced ``/tmp`` (a project cloned or a venv made there)."""
     if not os.path.isabs(program):
-        found = shutil.which(program)
+        found = trusted_programs.which(program)
         if found is None:
             return []
         program = found

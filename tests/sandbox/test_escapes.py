@@ -1,0 +1,152 @@
+"""Sandbox escapes of the break test (breaker findings #21-#24), as real processes on both
+engines: a command plants a program the server runs next (a PATH hit, a hook script, the
+server's own code) or reaches another terminal; each must stay confined."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from octos_tools import ToolCall, execute_batch
+from octos_tools.config import Config
+from octos_tools.profile import build_registry
+from octos_tools.sandbox import engine_status
+
+USABLE = [s.name for s in engine_status() if s.usable]
+ENGINES = [
+    pytest.param(e, marks=pytest.mark.skipif(e not in USABLE, reason=f"{e} unusable"))
+    for e in ("bubblewrap", "landlock")
+]
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A folder outside the workspace and outside /tmp (which the private temp folder
+    replaces under bubblewrap): where a planted program would leave its marker."""
+    path = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="octos-escape-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _planter(marker: Path, real: str | None) -> str:
+    """A shell script that leaves ``marker`` and then runs ``real`` (a faithful fake)."""
+    tail = f'exec {real} "$@"' if real else "exit 0"
+    return f"#!/bin/sh\ntouch {marker}\n{tail}\n"
+
+
+def _run(ws: Path, config: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    async def main() -> list[Any]:
+        reg = build_registry(Config.from_mapping(config), ws)
+        try:
+            out = []
+            for name, args in calls:
+                res = await execute_batch(reg, [ToolCall("c", name, json.dumps(args))])
+                out.append(res[0])
+            return out
+        finally:
+            await reg.aclose()
+
+    return anyio.run(main)
+
+
+def _write_cmd(path: str, text: str) -> str:
+    """A command that writes ``text`` to ``path`` (relative) and makes it executable."""
+    quoted = text.replace("'", "'\\''")
+    return f"printf '%s' '{quoted}' > {path} && chmod +x {path} && echo planted"
+
+
+# ---------------------------------------------------------------- #23 programs on PATH
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_planted_bwrap_or_git_on_path_is_never_run(
+    tmp_path: Path, outside: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An activated venv inside the workspace is on the server's PATH; a command writes
+    ``.venv/bin/bwrap`` and ``.venv/bin/git``. Before: the next command started through the
+    planted bwrap (unconfined), the next file edit's checkpoint ran the planted git. Now the
+    server takes its programs only from trusted PATH entries."""
+    ws = tmp_path / "ws"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{ws / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin')}")
+    marker = outside / "hijacked"
+    plant = " && ".join(
+        _write_cmd(f".venv/bin/{name}", _planter(marker, shutil.which(name, path="/usr/bin")))
+        for name in ("bwrap", "git")
+    )
+    cfg = {"sandbox": {"engine": engine}}
+    first, second, edit, git = _run(
+        ws,
+        cfg,
+        [
+            ("exec_command", {"cmd": plant}),
+            ("exec_command", {"cmd": f"echo hi; touch {outside}/direct"}),
+            ("write_file", {"path": "a.txt", "content": "x\n"}),
+            ("git", {"command": "status"}),
+        ],
+    )
+    assert "planted" in first.output  # the sandbox lets the command write its workspace
+    assert (ws / ".venv" / "bin" / "bwrap").exists()
+    assert "hi" in second.output
+    assert not (outside / "direct").exists()  # still confined
+    assert edit.success
+    assert not marker.exists(), "a planted program ran outside the sandbox"
+    assert git is not None
+
+
+def test_sandbox_check_names_an_untrusted_bwrap(tmp_path: Path) -> None:
+    from octos_tools import trusted_programs
+
+    ws = tmp_path / "ws"
+    (ws / "bin").mkdir(parents=True)
+    fake = ws / "bin" / "bwrap"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    trusted_programs.distrust_folders([ws])
+    search = f"{ws / 'bin'}:/usr/bin:/bin"
+    assert trusted_programs.which("bwrap", search) != str(fake)
+    hits = trusted_programs.untrusted_hits("bwrap", search)
+    assert [h for h, _ in hits] == [str(fake)]
+    assert "sandboxed commands may write" in hits[0][1]
+    import subprocess
+    import sys
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src, "PATH": search}
+    done = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "sandbox", "check", "-w", str(ws), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    assert [u["program"] for u in report["untrusted_programs"]] == [str(fake)]
+    for entry in report["engines"]:
+        assert entry["detail"] != str(fake)
+
+
+def test_group_writable_program_folder_is_not_trusted(tmp_path: Path) -> None:
+    from octos_tools import trusted_programs
+
+    folder = tmp_path / "shared-bin"
+    folder.mkdir()
+    prog = folder / "git"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    assert trusted_programs.why_untrusted(prog) is None  # tmp_path: ours, under sticky /tmp
+    folder.chmod(folder.stat().st_mode | stat.S_IWGRP | stat.S_IWOTH)
+    assert "writable by its group or by others" in (trusted_programs.why_untrusted(prog) or "")
+    folder.chmod(0o755)
+    prog.chmod(0o775)
+    assert trusted_programs.why_untrusted(prog) is not None
