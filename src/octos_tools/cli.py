@@ -215,12 +215,15 @@ def _load(config: Path | None, read_only: bool = False, sandbox: str | None = No
     return cfg
 
 
-def _sandbox_line(cfg: Config) -> None:
+def _sandbox_line(cfg: Config, workspace: Path | None = None) -> None:
     """One stderr line saying how commands are confined (``serve``'s start): a warning
     when the mode cannot be enforced here (each command then answers
-    ``sandbox_unavailable``)."""
+    ``sandbox_unavailable``), and one when the workspace holds the server's own code
+    (breaker finding #22: bubblewrap keeps it read-only for commands, Landlock cannot, so
+    commands are refused there)."""
     from .errors import ToolError
     from .sandbox import resolve_engine, settings_from_config
+    from .sandbox._own_code import own_code_inside
 
     box = settings_from_config(cfg, config_path=cfg.source_path)
     try:
@@ -231,6 +234,21 @@ def _sandbox_line(cfg: Config) -> None:
     if engine == "none":
         _note("commands run unconfined (sandbox danger-full-access)")
         return
+    roots = [str(workspace)] if workspace is not None else []
+    roots += [os.path.realpath(os.path.expanduser(r)) for r in cfg.sandbox.writable_roots]
+    code = own_code_inside(roots) if box.mode.value == "workspace-write" else []
+    if code:
+        how = (
+            "bubblewrap keeps it read-only for commands"
+            if engine == "bubblewrap"
+            else "Landlock cannot keep it read-only, so every command will answer "
+            "sandbox_unavailable"
+        )
+        _warn(
+            f"the workspace contains the server's own code ({code[0]}): {how}; the file "
+            "tools refuse to write it. Serve another folder than the server's own clone "
+            "and virtual environment"
+        )
     net = "on" if box.network else "off"
     logger.info("commands run in the %s sandbox (%s, network %s)", box.mode, engine, net)
 
@@ -1074,7 +1092,7 @@ def serve(
             except ConfigError as exc:
                 _usage_error(str(exc))
     registry = _registry(cfg, workspace)
-    _sandbox_line(cfg)
+    _sandbox_line(cfg, registry.workspace.root if registry.workspace is not None else None)
     sock = None
     if transport == "http":
         from .mcp.http import bind_socket  # the HTTP stack: not loaded for stdio

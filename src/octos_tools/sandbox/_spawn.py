@@ -19,7 +19,16 @@ from pathlib import Path
 
 from .. import trusted_programs
 from ..errors import ErrorKind, ToolError
-from . import _bridge, _bubblewrap, _detect, _git_guard, _landlock, _protected, _seccomp
+from . import (
+    _bridge,
+    _bubblewrap,
+    _detect,
+    _git_guard,
+    _landlock,
+    _own_code,
+    _protected,
+    _seccomp,
+)
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = ["Sandbox", "SandboxSpawn", "resolve_engine", "sandbox_for"]
@@ -201,7 +210,21 @@ class Sandbox:
             watch = guard.watch()
             found = guard.mount_paths()
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
-        read_only = [*found, *pinned]
+        code = _own_code.own_code_inside(writable)
+        if code and engine == "landlock":
+            raise ToolError(
+                ErrorKind.SANDBOX_UNAVAILABLE,
+                f"the server's own code ({code[0]}) lies inside a folder commands may write, "
+                "and Landlock cannot keep a folder inside a writable root read-only: a "
+                "command could change what the server runs next, outside the sandbox, so the "
+                "command was not run. Fix: serve a workspace that does not contain the "
+                "server's package or virtual environment (install it elsewhere), or use "
+                'engine = "bubblewrap", which mounts them read-only',
+                mode=str(s.mode),
+                engine=engine,
+                cause="own code in a writable root",
+            )
+        read_only = [*found, *pinned, *code]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
             bwrap = _detect.bubblewrap_status().detail  # the trusted bwrap resolve_engine ran

@@ -76,6 +76,39 @@ class PathResolver:
         self._root_spellings: tuple[tuple[str, ...], ...] = tuple(
             tuple(p for p in s.split("/") if p) for s in sorted(spellings)
         )
+        self._protected: dict[str, str] = {}
+
+    def protect_file(self, path: str | os.PathLike[str], what: str) -> None:
+        """Make the file tools refuse to write, move or delete ``path`` (a file, or a folder
+        and all it holds; ``permission_denied``), as the command sandbox keeps it read-only:
+        the server's own config file, a hook's program, the server's own code.
+
+        Args:
+            path: absolute, or relative to the current folder; outside the root it is
+                ignored (the file tools cannot reach it anyway).
+            what: what it is, for the message (``"a hook's program"``).
+        """
+        real = os.path.realpath(os.path.expanduser(os.fspath(path)))
+        if real.startswith(str(self.root).rstrip("/") + "/"):
+            self._protected[real] = what
+
+    def _refuse_protected(self, parts: Sequence[str], text: str) -> None:
+        """Refuse a path of :meth:`protect_file`, one inside a protected folder, or a
+        folder that holds one (moving or deleting it would remove the protected file).
+
+        Raises:
+            PathError: ``permission_denied``, naming what the path is.
+        """
+        if not self._protected or not parts:
+            return
+        full = os.path.join(str(self.root), *parts)
+        for guarded, what in self._protected.items():
+            if full == guarded or full.startswith(guarded + "/") or guarded.startswith(full + "/"):
+                raise PathError(
+                    ErrorKind.PERMISSION_DENIED,
+                    f"{show(text[:80])} is or holds {what}: file tools never write it "
+                    "(commands may not either). A person changes it outside the agent",
+                )
 
     # ------------------------------------------------------------------ pure checks
 
@@ -189,6 +222,7 @@ class PathResolver:
                 "command). Change the repository with git itself",
             )
 
+        self._refuse_protected(parts, text)
         size = self._root_bytes + sum(len(os.fsencode(p)) + 1 for p in parts)
         if size >= PATH_MAX:
             raise PathError(
