@@ -150,3 +150,137 @@ def test_group_writable_program_folder_is_not_trusted(tmp_path: Path) -> None:
     folder.chmod(0o755)
     prog.chmod(0o775)
     assert trusted_programs.why_untrusted(prog) is not None
+
+
+# ---------------------------------------------------------------- #21 hook programs
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hook_script_in_the_workspace_cannot_be_rewritten(
+    tmp_path: Path, outside: Path, engine: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/hooks.md's old example ran ``./check-write.sh`` from the workspace. Before: a
+    command rewrote it and the next write_file ran the new script unconfined. Now the
+    script is read-only for commands (renaming its folder away fails too), the file tools
+    refuse it, and the start warns."""
+    ws = tmp_path / "ws"
+    (ws / "hooks").mkdir(parents=True)
+    script = ws / "hooks" / "check-write.sh"
+    original = "#!/bin/sh\ncat >/dev/null\nexit 0\n"
+    script.write_text(original)
+    script.chmod(0o755)
+    marker = outside / "hook-escape"
+    hook = {"type": "command", "command": "./hooks/check-write.sh"}
+    cfg = {
+        "sandbox": {"engine": engine},
+        "hooks": {"PreToolUse": [{"matcher": "write_file", "hooks": [hook]}]},
+    }
+    evil = f"#!/bin/sh\ntouch {marker}\n"
+    cmd = (
+        f"{_write_cmd('hooks/check-write.sh', evil)}; "
+        f"mv hooks hooks2 && mkdir hooks && {_write_cmd('hooks/check-write.sh', evil)}; "
+        "echo done"
+    )
+    with caplog.at_level("WARNING"):
+        rewrite, edit, direct = _run(
+            ws,
+            cfg,
+            [
+                ("exec_command", {"cmd": cmd}),
+                ("write_file", {"path": "a.txt", "content": "x\n"}),
+                ("write_file", {"path": "hooks/check-write.sh", "content": evil}),
+            ],
+        )
+    assert "done" in rewrite.output
+    assert edit.success, edit.output
+    assert not marker.exists(), "the rewritten hook ran outside the sandbox"
+    assert script.read_text() == original
+    assert not direct.success and "permission_denied" in direct.output
+    assert any("hook program" in r.getMessage() for r in caplog.records)
+
+
+def test_hook_programs_names_scripts_and_path_hits(tmp_path: Path) -> None:
+    from octos_tools.hook_programs import hook_programs
+
+    ws = tmp_path / "ws"
+    (ws / "scripts").mkdir(parents=True)
+    (ws / "scripts" / "lint.py").write_text("print()\n")
+    (ws / "run.sh").write_text("#!/bin/sh\n")
+    found = hook_programs(
+        [
+            "python3 scripts/lint.py --fix",
+            "sh run.sh",
+            '"$CLAUDE_PROJECT_DIR"/run.sh',
+            "echo 'unterminated",
+        ],
+        ws,
+    )
+    assert str(ws / "scripts" / "lint.py") in found
+    assert str(ws / "run.sh") in found
+    assert shutil.which("python3") in found
+    assert not any(p.endswith("--fix") for p in found)
+
+
+# ---------------------------------------------------------------- #22 the server's own code
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_servers_own_code_in_the_workspace_stays_its_own(
+    tmp_path: Path, outside: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder the server imports from (here a ``src`` put on ``sys.path``, as the
+    editable install of the README's quick start does) inside the workspace. Before: a
+    command appended code to a module imported later. Now bubblewrap mounts it read-only
+    (and pins it: ``mv src`` fails), Landlock refuses commands (``sandbox_unavailable``),
+    and the file tools refuse it."""
+    ws = tmp_path / "ws"
+    src = ws / "src"
+    src.mkdir(parents=True)
+    module = src / "octos_escape_probe.py"
+    module.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(src))
+    cmd = (
+        f'echo \'open("{outside}/ran", "w")\' >> src/octos_escape_probe.py; '
+        "mv src src2; echo ok > other.txt; echo done"
+    )
+    ran, edit = _run(
+        ws,
+        {"sandbox": {"engine": engine}},
+        [
+            ("exec_command", {"cmd": cmd}),
+            ("write_file", {"path": "src/octos_escape_probe.py", "content": "VALUE = 2\n"}),
+        ],
+    )
+    assert module.read_text() == "VALUE = 1\n"
+    assert src.is_dir()
+    assert not edit.success and "the server's own code" in edit.output
+    if engine == "bubblewrap":
+        assert "done" in ran.output and "Read-only file system" in ran.output
+        assert (ws / "other.txt").read_text() == "ok\n"  # the rest of the workspace is writable
+    else:
+        assert not ran.success
+        assert ran.structured_metadata["error"]["kind"] == "sandbox_unavailable"
+        assert "Landlock cannot keep" in ran.output
+        assert not (ws / "other.txt").exists()
+
+
+def test_serve_warns_when_the_workspace_holds_its_own_package(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ws = tmp_path / "clone"
+    (ws / "src").mkdir(parents=True)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": f"{src}:{ws / 'src'}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "octos_tools", "serve", "-w", str(ws)],
+        input="",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    if not USABLE:
+        pytest.skip("no engine: the start line says commands will not run")
+    assert "contains the server's own code" in done.stderr, done.stderr

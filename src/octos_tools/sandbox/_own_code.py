@@ -18,7 +18,6 @@ whole workspace read-only (docs/sandbox.md, limits).
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -26,9 +25,9 @@ from collections.abc import Sequence
 __all__ = ["own_code_inside", "own_code_paths"]
 
 
-@functools.cache
 def own_code_paths() -> tuple[str, ...]:
-    """Real paths of the server's code folders (computed once per process)."""
+    """Real paths of the server's code folders, for ``sys.path`` as it is now (a plugin
+    may have added a folder)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     candidates = [package, sys.prefix, sys.exec_prefix, *(p for p in sys.path if p)]
     out: list[str] = []
