@@ -284,3 +284,43 @@ def test_serve_warns_when_the_workspace_holds_its_own_package(tmp_path: Path) ->
     if not USABLE:
         pytest.skip("no engine: the start line says commands will not run")
     assert "contains the server's own code" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------- #24 other terminals
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_command_cannot_open_another_terminal_of_the_user(tmp_path: Path, engine: str) -> None:
+    """Another terminal of the same user (a pty this test holds). Before, under Landlock:
+    a command wrote into it (text or escape sequences on the user's screen) and opened it
+    for reading (keystrokes). Now only ``/dev/tty`` and the command's own pty slave are
+    granted; a ``tty`` session still writes and reads its own terminal."""
+    import select
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    master, slave = os.openpty()
+    try:
+        victim = os.ttyname(slave)
+        probe = (
+            f"echo INJECTED > {victim} && echo wrote; "
+            f"(exec 3< {victim} && echo opened-for-read); "
+            'own=$(tty); echo "own=$own"; echo mine > "$own" && echo own-ok; '
+            "echo via-dev-tty > /dev/tty && echo dev-tty-ok"
+        )
+        cfg = {"sandbox": {"engine": engine}}
+        plain, session = _run(
+            ws,
+            cfg,
+            [
+                ("exec_command", {"cmd": probe}),
+                ("exec_command", {"cmd": probe, "tty": True, "yield_time_ms": 10_000}),
+            ],
+        )
+        for res in (plain, session):
+            assert "wrote" not in res.output and "opened-for-read" not in res.output, res.output
+        assert "own-ok" in session.output and "dev-tty-ok" in session.output, session.output
+        assert select.select([master], [], [], 0.2)[0] == [], "text reached the other terminal"
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -121,6 +121,8 @@ def wrap_command(
     env: Mapping[str, str],
     settings: SandboxSettings,
     workspace: str | os.PathLike[str] | None,
+    *,
+    tty: str | None = None,
 ) -> SandboxSpawn:
     """What to spawn to run ``argv`` in ``cwd`` with ``env`` under ``settings``.
 
@@ -130,6 +132,8 @@ def wrap_command(
         env: the complete environment.
         settings: the sandbox (``danger-full-access``: ``argv`` unchanged).
         workspace: the workspace root, writable in ``workspace-write``.
+        tty: the slave of the command's own pseudo-terminal (``/dev/pts/N``), the only
+            terminal besides ``/dev/tty`` it may open under Landlock; ``None``: none.
 
     Returns:
         A :class:`SandboxSpawn`; call its ``close()`` after the process started.
@@ -143,6 +147,7 @@ def wrap_command(
         cwd=os.fspath(cwd),
         env=env,
         workspace=os.fspath(workspace) if workspace is not None else None,
+        tty=tty,
     )
 
 

@@ -182,6 +182,7 @@ class Sandbox:
         env: Mapping[str, str],
         workspace: str | None,
         visible: Sequence[str] = (),
+        tty: str | None = None,
     ) -> SandboxSpawn:
         """What to spawn to run ``argv`` in ``cwd`` under this sandbox.
 
@@ -191,6 +192,8 @@ class Sandbox:
             env: the complete environment for the command.
             workspace: the workspace root (absolute), or ``None``.
             visible: more folders to keep visible (read-only) under ``/tmp`` (bubblewrap).
+            tty: the command's own pty slave, the one ``/dev/pts`` entry Landlock lets it
+                open (bubblewrap gives it a private ``/dev/pts`` anyway).
 
         Raises:
             ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
@@ -284,7 +287,9 @@ class Sandbox:
             env["HOME"] = self.home
         env["TMPDIR"] = self.tmpdir
         ports = (_bridge.for_landlock(env, s.allowed_hosts),) if egress else ()
-        ruleset = self._landlock_ruleset(writable_all, unreadable, network, ports)
+        # /dev/pts is unreadable (the user's other terminals); the own pty is granted back
+        hidden = [*unreadable, "/dev/pts"] if os.path.isdir("/dev/pts") else unreadable
+        ruleset = self._landlock_ruleset(writable_all, hidden, network, ports, tty)
         prog = _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
         return SandboxSpawn(
             list(argv),
@@ -369,8 +374,9 @@ class Sandbox:
         unreadable: list[str],
         network: bool,
         ports: tuple[int, ...] = (),
+        tty: str | None = None,
     ) -> _landlock.LandlockRuleset:
-        key = (*writable, "\0", *unreadable, "\0", *map(str, ports))
+        key = (*writable, "\0", *unreadable, "\0", *map(str, ports), "\0", tty or "")
         now = time.monotonic()
         with self._lock:
             cached = self._ruleset
@@ -381,10 +387,13 @@ class Sandbox:
             grants = _landlock.split_reads(unreadable)
             grants += [(root, all_rights) for root in writable]
             dev_rw = _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.IOCTL_DEV
+            # the terminal: /dev/tty (the controlling terminal) and the command's own pty
+            # slave by path; not all of /dev/pts, which holds the user's other terminals
+            # (breaker #24: writing injects text, reading steals keystrokes)
             grants += [
                 ("/dev/null", dev_rw | _landlock.TRUNCATE),
                 ("/dev/tty", dev_rw),
-                ("/dev/pts", dev_rw),
+                *([(tty, dev_rw)] if tty and tty.startswith("/dev/pts/") else []),
                 ("/dev/ptmx", dev_rw),
                 ("/dev", _landlock.IOCTL_DEV),
             ]
