@@ -7,7 +7,7 @@
    Calls alternate between the servers in
    rounds (ABAB...), so machine load hits all alike; median ms per call and the difference
    to danger-full-access.
-2. **Probes**: the 22 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
+2. **Probes**: the 23 forbidden and 5 allowed actions of :mod:`octos_tools.sandbox._probe`,
    one script, run by our runtime (each engine), by ``codex sandbox linux`` (Codex CLI,
    workspace-write, its bubblewrap pipeline: ``codex-linux-sandbox`` on PATH), and by
    ``srt`` (Claude Code's sandbox-runtime, the probe's fake credential stores denied);
@@ -44,7 +44,7 @@ import anyio
 
 from mcp import Client, StdioServerParameters
 from octos_tools.sandbox import SandboxMode, engine_status
-from octos_tools.sandbox._probe import ProbeSet, run_check
+from octos_tools.sandbox._probe import ALLOWED, FORBIDDEN, ProbeSet, run_check
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -237,7 +237,10 @@ def main() -> None:
     print(f"  the git guard alone (walk before + check after): {guard_ms:.2f} ms per command")
     if args.no_probes or args.probe_runs < 1:
         return
-    print("\nprobes (22 forbidden, 5 allowed; read-only forbids 24 and allows 3):")
+    print(
+        f"\nprobes ({len(FORBIDDEN)} forbidden, {len(ALLOWED)} allowed; read-only forbids "
+        f"{len(FORBIDDEN) + 2} and allows {len(ALLOWED) - 2}):"
+    )
     for row in _probe_table(args.npm_dir, args.probe_runs):
         if row.get("missing"):
             print(f"  {row['runner']}: not installed under {args.npm_dir}")

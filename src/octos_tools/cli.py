@@ -922,7 +922,7 @@ def sandbox_check(
     from . import trusted_programs
     from .errors import ToolError
     from .sandbox import SandboxMode, engine_status, resolve_engine, settings_from_config
-    from .sandbox._probe import NOT_ENFORCED, run_check
+    from .sandbox._probe import NOT_ENFORCED, TRADE_OFFS, run_check
 
     cfg = _load(config)
     root = workspace if workspace is not None else (cfg.workspace or os.getcwd())
@@ -993,6 +993,9 @@ def sandbox_check(
                 )
             for name, why in NOT_ENFORCED[status.name].items():
                 lines.append(f"  limit: {name}: {why}")
+            for why in TRADE_OFFS[status.name]:
+                lines.append(f"  refused: {why}")
+            entry["trade_offs"] = list(TRADE_OFFS[status.name])
         report["engines"].append(entry)
     if json_output:
         _write_stdout(json.dumps(report, indent=2) + "\n")

@@ -15,7 +15,9 @@ The view, built in this order (a later mount wins over an earlier one)::
     --bind D D                    each folder above a read-only path in a writable root,
                                   pinned the same way
     --ro-bind P P                 what makes git run code, the server's config (read-only)
-    --tmpfs D --remount-ro D      an unreadable folder (credential store, state folder)
+    --perms 0000 --tmpfs D --remount-ro D
+                                  an unreadable folder (credential store, state folder):
+                                  empty and not even listable, as under Landlock
     --ro-bind /dev/null F         an unreadable file
     --unshare-net                 only with allowed_hosts: a network namespace of its own
                                   (loopback only), bridged to the egress proxy (:mod:`._bridge`)
@@ -79,7 +81,8 @@ def bwrap_args(
         gitdirs: git folders inside writable roots (pinned as mount points).
         read_only: paths made read-only (those inside a writable root matter; a missing
             ``hooks`` folder becomes an empty read-only tmpfs).
-        unreadable: paths hidden (folders: empty read-only tmpfs; files: ``/dev/null``).
+        unreadable: paths hidden (folders: an empty read-only tmpfs of mode 0000; files:
+            ``/dev/null``).
         seccomp_fd: an open descriptor to read the filter from.
         cwd: the working folder inside the sandbox.
         home_bind: ``(host folder, mount point)`` of a private writable home.
@@ -118,7 +121,7 @@ def bwrap_args(
             args += ["--tmpfs", path, "--remount-ro", path]
     for path in unreadable:
         if os.path.isdir(path) and not os.path.islink(path):
-            args += ["--tmpfs", path, "--remount-ro", path]
+            args += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
     if sync_fd is not None:

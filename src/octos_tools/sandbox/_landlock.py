@@ -8,19 +8,26 @@ scopes); numbers and structures from the kernel's ``include/uapi/linux/landlock.
 
 What it enforces:
 
-* **reads**: everything but the unreadable paths (:mod:`._protected`). Landlock grants only
-  add up, so ``/`` is split around each unreadable path: its ancestors get folder listing
-  only, every other entry of those ancestors gets read rights (an entry created there later
-  is not readable);
+* **reads**: everything but the unreadable paths (:mod:`._protected`) and ``/proc``.
+  Landlock grants only add up and hold for all beneath a folder, so ``/`` is split around
+  each unreadable path and ``/proc``: their ancestors get no right (not even listing: a
+  listing right on ``~`` would list ``~/.ssh``), every other entry of those ancestors gets
+  read rights (an entry created there later is not readable); in ``/proc``, only the
+  system-wide entries of :data:`PROC_READS`;
 * **writes**: the writable roots (workspace, private temp folder, ``writable_roots``) and
-  ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else;
+  ``/dev/null``, ``/dev/tty``, ``/dev/pts``; nothing else. A writable root that holds an
+  unreadable path (a workspace that is the home folder) is split the same way: no right
+  on the folders above that path (nothing can be created directly in them), every right
+  on their other entries;
 * **network** (off): TCP bind/connect denied (ABI 4), and every ``socket()`` refused by seccomp
   (UDP, raw and Unix sockets: there is no network namespace here); with
   ``allowed_hosts``, TCP connect is allowed to the egress proxy's port only (a
   ``LANDLOCK_RULE_NET_PORT`` rule: per port, on every address) and seccomp allows TCP
   sockets only;
-* **processes**: Landlock denies ``ptrace`` and ``/proc/<pid>/`` of processes outside the
-  sandbox (ABI 1); signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
+* **processes**: Landlock denies ``ptrace`` of processes outside the sandbox (ABI 1), and
+  with it the ptrace-checked ``/proc/<pid>/`` files (``environ``, ``maps``, ``mem``);
+  the others (``cmdline``, ``stat``, ``status``) are refused because no pid folder is
+  granted; signals and abstract Unix sockets are scoped to the sandbox (ABI 6);
 * capabilities are dropped (a root server's commands keep uid 0 but no capability, as under
   bubblewrap), ``no_new_privs`` is set.
 
@@ -28,11 +35,19 @@ What it cannot make: a read-only hole inside a writable root. A right granted on
 holds for everything beneath it, and ``git commit`` needs to create files in ``.git``; so
 ``.git/hooks``, ``.git/config``, ``core.hooksPath`` and a config file inside the workspace
 are writable *during* a command, and the git guard (:mod:`._git_guard`) puts them back after
-it. What it cannot enforce: ``/proc/<pid>/cmdline`` of host processes stays readable (no
-ptrace check guards it, and a rule cannot name a pid folder that does not exist yet);
-``octos-tools sandbox check`` and docs/sandbox.md say so. The command's shell runs below a
-subreaper launcher (:func:`octos_tools.builtins.runtime._process_tree.reap_as_init`) that
-kills what it leaves running, as bubblewrap's pid namespace does.
+it. What it cannot grant: a process's own ``/proc`` folder. Landlock has no pid-scoped
+rule and a rule names a folder that exists when it is made: one made through
+``/proc/self`` names the server's folder (measured: the server's ``cmdline`` becomes
+readable, the command's ``/proc/self/status`` stays refused; ``/proc/thread-self`` alike).
+So a command's processes cannot read their own ``/proc/self/*`` files nor list ``/proc``
+(``ps``, ``top``, ``valgrind``, ``df`` without a path fail; links such as
+``/proc/self/exe`` and ``/dev/fd/N`` work: Landlock checks what they point to), and the
+folders above an unreadable path (``/``, ``~``) cannot be listed; ``octos-tools sandbox
+check`` (:data:`._probe.TRADE_OFFS`) and docs/sandbox.md say so. The command's shell runs
+below a subreaper launcher
+(:func:`octos_tools.builtins.runtime._process_tree.reap_as_init`), forked before the
+ruleset applies (it walks ``/proc``), that kills what the command leaves running, as
+bubblewrap's pid namespace does.
 """
 
 from __future__ import annotations
@@ -44,7 +59,15 @@ from collections.abc import Callable, Iterable, Sequence
 
 from . import _seccomp
 
-__all__ = ["LandlockRuleset", "abi_version", "child_setup"]
+__all__ = [
+    "PROC",
+    "PROC_READS",
+    "LandlockRuleset",
+    "abi_version",
+    "child_setup",
+    "split_grants",
+    "split_reads",
+]
 
 _SYS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
@@ -230,15 +253,69 @@ class LandlockRuleset:
             self.fd = -1
 
 
+#: The procfs mount: never granted as a whole (see :data:`PROC_READS`).
+PROC = "/proc"
+
+#: The entries of ``/proc`` a command may read: system-wide figures, none about one
+#: process. Measured (``strace -f`` of bash, python3, pytest, node, npm, git, make, cc):
+#: node reads ``meminfo``, ``stat``, ``cpuinfo`` and ``sys/vm/overcommit_memory``; the
+#: rest are what ``free``, ``uptime``, ``nproc``-like code, libselinux (``filesystems``)
+#: and ``sysctl`` read. Not granted: the pid folders (a host process's ``cmdline`` has no
+#: ptrace check), the links into one (``self``, ``thread-self``, ``mounts``, ``net``: a
+#: rule set through them names the server's own folder, not the command's), and the
+#: entries that list other processes (``locks``, ``sysvipc``, ``timer_list``,
+#: ``sched_debug``) or are the kernel's (``kmsg``, ``kcore``, ``kallsyms``, ``kpage*``).
+PROC_READS: tuple[str, ...] = (
+    "buddyinfo",
+    "cgroups",
+    "cmdline",
+    "cpuinfo",
+    "crypto",
+    "devices",
+    "diskstats",
+    "filesystems",
+    "interrupts",
+    "loadavg",
+    "meminfo",
+    "misc",
+    "partitions",
+    "pressure",
+    "softirqs",
+    "stat",
+    "swaps",
+    "sys",
+    "uptime",
+    "version",
+    "vmstat",
+    "zoneinfo",
+)
+
+
 def split_reads(denied: Sequence[str], rights: int = READ) -> list[tuple[str, int]]:
-    """Read grants covering ``/`` except ``denied`` (absolute, normalised): each ancestor of
-    a denied path gets ``READ_DIR`` only, its other entries ``rights``."""
+    """Read grants covering ``/`` except ``denied`` (absolute, normalised) and ``/proc``
+    (:data:`PROC_READS` only).
+
+    A right granted on a folder holds for all beneath it, so the ancestors of a denied
+    path (and of ``/proc``: ``/`` always) get no rule at all: they cannot be listed (a
+    listing right on ``~`` would list ``~/.ssh`` too); each of their other entries gets
+    ``rights``."""
+    return split_grants("/", denied, rights)
+
+
+def split_grants(root: str, denied: Sequence[str], rights: int) -> list[tuple[str, int]]:
+    """Grants of ``rights`` covering ``root`` except ``denied`` and ``/proc`` (only
+    :data:`PROC_READS`, read rights only), split as :func:`split_reads` does: a writable
+    root that holds an unreadable path (a workspace that is the home folder) gets no right
+    on the folders above that path, each of their other entries gets ``rights``."""
     out: list[tuple[str, int]] = []
-    _split("/", rights, tuple(denied), out)
+    _split(root, rights, (*denied, PROC), out)
     return out
 
 
 def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str, int]]) -> None:
+    if root == PROC:
+        out.extend((f"{PROC}/{name}", rights & READ) for name in PROC_READS)
+        return
     prefix = root.rstrip("/") + "/"
     inside = [d for d in denied if d == root or d.startswith(prefix)]
     if not inside:
@@ -246,7 +323,6 @@ def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str,
         return
     if root in denied:
         return
-    out.append((root, READ_DIR | EXECUTE))
     try:
         entries = list(os.scandir(root))
     except OSError:
@@ -260,12 +336,17 @@ def _split(root: str, rights: int, denied: tuple[str, ...], out: list[tuple[str,
             _split(entry.path, rights, denied, out)
         elif entry.is_symlink():
             # a rule is set on what the link points to: never on a folder that holds a
-            # denied path (it is reached, and split, by its own path)
+            # denied path (it is reached, and split, by its own path), nor on a denied
+            # path or what it holds (``~/key -> .ssh/id_rsa``, ``x -> /proc/self``)
             real = os.path.realpath(entry.path)
-            if not any(d == real or d.startswith(real.rstrip("/") + "/") for d in denied):
+            if not any(_within(d, real) or _within(real, d) for d in denied):
                 out.append((entry.path, rights))
         elif entry.path not in denied:
             out.append((entry.path, rights))
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def child_setup(ruleset_fd: int, seccomp_filter: bytes) -> Callable[[], None]:

@@ -6,7 +6,8 @@ issue 20: 15 things a command must not do in its mode and 5 it must be able to d
 
 Forbidden (``workspace-write``; ``read-only`` adds writing the workspace and committing):
 write or overwrite outside the workspace, write ``.git/hooks`` or ``.git/config``, escape
-through a symlink or a hard link, move the workspace away, read ``~/.ssh`` or ``~/.aws``,
+through a symlink or a hard link, move the workspace away, read ``~/.ssh`` or ``~/.aws``
+or list the names in ``~/.ssh``,
 connect to a host TCP port, UDP port or Unix socket (network off), read another process's
 environment, signal a host process, rewrite the server's own config; and what makes the
 user's next ``git status`` (outside any sandbox) run a program, created during the command
@@ -39,7 +40,15 @@ from pathlib import Path
 
 from ._settings import SandboxMode, SandboxSettings
 
-__all__ = ["ALLOWED", "FORBIDDEN", "NOT_ENFORCED", "ProbeResult", "ProbeSet", "run_check"]
+__all__ = [
+    "ALLOWED",
+    "FORBIDDEN",
+    "NOT_ENFORCED",
+    "TRADE_OFFS",
+    "ProbeResult",
+    "ProbeSet",
+    "run_check",
+]
 
 FORBIDDEN = (
     "write_outside",
@@ -49,6 +58,7 @@ FORBIDDEN = (
     "symlink_escape",
     "hardlink_escape",
     "read_ssh",
+    "list_ssh",
     "read_aws",
     "net_tcp",
     "net_udp",
@@ -124,6 +134,7 @@ class ProbeSet:
         nonce = int.from_bytes(os.urandom(3), "big")
         self.helper_arg = f"120.{nonce}"
         self.setsid_arg = f"60.{nonce}"
+        self.key_name = f"id_probe_{nonce}"  # a name only a listing of ~/.ssh prints
         self._made = False
 
     def __enter__(self) -> ProbeSet:
@@ -142,6 +153,7 @@ class ProbeSet:
             path = self.home / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
+        (self.home / ".ssh" / self.key_name).write_text("SECRET-SSH\n")
         (self.ws / "README").write_text("readable\n")
         self.config.write_text("[sandbox]\n")
         git = [_git(), "-c", "user.name=p", "-c", "user.email=p@p", "-C", str(self.ws)]
@@ -191,6 +203,7 @@ class ProbeSet:
             ("git_config", "printf '[alias]\\n x = !sh\\n' >> .git/config"),
             ("symlink_escape", f"ln -s {q(out)} link && echo x > link/via-link.txt"),
             ("read_ssh", f"cat {q(str(self.home / '.ssh/id_rsa'))}"),
+            ("list_ssh", f"ls -a {q(str(self.home / '.ssh'))}"),
             ("read_aws", f"cat {q(str(self.home / '.aws/credentials'))}"),
             ("read_environ", f"tr '\\0' '\\n' < /proc/{pid}/environ | grep ENV-SECRET"),
             ("read_cmdline", f"tr '\\0' ' ' < /proc/{pid}/cmdline"),
@@ -199,7 +212,7 @@ class ProbeSet:
             ("write_ws", "echo data > probe.txt && cat probe.txt"),
             ("read_ws", "cat README"),
             ("git_commit", "git add probe.txt && git commit -qm probe"),
-            ("run_program", "ls / >/dev/null"),
+            ("run_program", "ls /usr >/dev/null"),
             ("mktemp", 't=$(mktemp) && echo x > "$t" && cat "$t" && rm "$t"'),
             *self._git_escapes(),
             ("setsid_child", f"setsid sleep {self.setsid_arg} </dev/null >/dev/null 2>&1 &"),
@@ -308,6 +321,7 @@ class ProbeSet:
             "git_config": (self.ws / ".git" / "config").read_bytes() != self.git_config,
             "symlink_escape": (self.out / "via-link.txt").exists(),
             "read_ssh": "SECRET-SSH" in output,
+            "list_ssh": self.key_name in output,
             "read_aws": "SECRET-AWS" in output,
             "net_tcp": _accepted(self.tcp),
             "net_udp": _received(self.udp),
@@ -401,13 +415,21 @@ def _commits(ws: Path) -> int:
 
 
 #: What an engine cannot enforce (probe classes that stay possible), with the reason.
-NOT_ENFORCED: dict[str, dict[str, str]] = {
-    "bubblewrap": {},
-    "landlock": {
-        "read_cmdline": "Landlock has no rule for /proc/<pid>/cmdline (world-readable, no "
-        "ptrace check) and no mount can hide it: a command sees host processes' command "
-        "lines (their environment, memory and signals stay out of reach)",
-    },
+NOT_ENFORCED: dict[str, dict[str, str]] = {"bubblewrap": {}, "landlock": {}}
+
+#: What an engine refuses that a command may want (no probe class: the price of a rule),
+#: printed by ``octos-tools sandbox check``; docs/sandbox.md gives the measurements.
+TRADE_OFFS: dict[str, tuple[str, ...]] = {
+    "bubblewrap": (),
+    "landlock": (
+        "/proc is readable only for system-wide entries (cpuinfo, meminfo, stat, loadavg, "
+        "uptime, version, sys/, ...): no process's own folder, the command's included "
+        "(/proc/self/status, maps, fd/, /proc/mounts; /proc/self/exe and /proc/self/fd/N "
+        "links and <(...) still work), so ps, top, pgrep and df fail",
+        "the folders above an unreadable path (/, the home folder, ...) cannot be listed "
+        "(a listing right there would list ~/.ssh too); what they hold stays readable",
+        "Python multiprocessing locks fail (sem_open needs the host's shared /dev/shm)",
+    ),
 }
 
 

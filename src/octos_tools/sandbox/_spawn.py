@@ -385,7 +385,8 @@ class Sandbox:
             abi = _landlock.abi_version()
             all_rights = _landlock.handled_fs(abi)
             grants = _landlock.split_reads(unreadable)
-            grants += [(root, all_rights) for root in writable]
+            for root in writable:  # a workspace that holds ~/.ssh: split around it
+                grants += _landlock.split_grants(root, unreadable, all_rights)
             dev_rw = _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.IOCTL_DEV
             # the terminal: /dev/tty (the controlling terminal) and the command's own pty
             # slave by path; not all of /dev/pts, which holds the user's other terminals

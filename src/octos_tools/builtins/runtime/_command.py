@@ -75,9 +75,11 @@ def _preexec(
     reaper: bool = False,
 ) -> Callable[[], None] | None:
     """The child's set-up before ``exec``: join the cgroup, become a subreaper, take the
-    terminal, then (last: it forbids writing the cgroup) ``confine`` (the Landlock engine);
-    with ``reaper``, fork: the child goes on to ``exec`` the shell, this process stays as
-    its ``init`` (:func:`._process_tree.reap_as_init`)."""
+    terminal; with ``reaper``, fork: this process stays as the shell's ``init``
+    (:func:`._process_tree.reap_as_init`), outside the sandbox (it walks the command's
+    ``/proc`` entries, which the Landlock ruleset does not grant); then, in the process
+    that goes on to ``exec`` the shell, ``confine`` (the Landlock engine; last: it forbids
+    writing the cgroup)."""
     if cgroup is None and PRCTL is None and not tty and confine is None:
         return None
 
@@ -88,12 +90,12 @@ def _preexec(
         if tty:
             with contextlib.suppress(OSError):
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        if confine is not None:
-            confine()
         if reaper:
             child = os.fork()
             if child != 0:
                 reap_as_init(child)
+        if confine is not None:
+            confine()
 
     return run
 
