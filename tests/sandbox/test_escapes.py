@@ -324,3 +324,19 @@ def test_a_command_cannot_open_another_terminal_of_the_user(tmp_path: Path, engi
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_only_code_folders_strictly_inside_a_root_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m`` started above the workspace puts that folder on ``sys.path``: it does
+    not make the workspace read-only (an MCP client that starts the server there)."""
+    from octos_tools.sandbox._own_code import own_code_inside
+
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(ws))
+    assert own_code_inside([str(ws)]) == []
+    monkeypatch.syspath_prepend(str(ws / "src"))
+    assert own_code_inside([str(ws)]) == [str(ws / "src")]

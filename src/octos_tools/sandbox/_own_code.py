@@ -43,14 +43,12 @@ def _under(path: str, root: str) -> bool:
 
 
 def own_code_inside(roots: Sequence[str]) -> list[str]:
-    """The code folders (:func:`own_code_paths`) inside one of ``roots`` (real paths),
-    the roots themselves excluded; a root inside a code folder counts as the root."""
+    """The code folders (:func:`own_code_paths`) strictly inside one of ``roots`` (real
+    paths). A code folder that is a root or lies above one (the current folder of ``python
+    -m`` started above the workspace) is not counted: only a package named like the
+    workspace folder would be imported from there."""
     found: list[str] = []
     for code in own_code_paths():
-        for root in roots:
-            if code == root:
-                continue
-            hit = code if _under(code, root) else root if _under(root, code) else None
-            if hit is not None and hit not in found:
-                found.append(hit)
+        if any(code != root and _under(code, root) for root in roots) and code not in found:
+            found.append(code)
     return found
