@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -128,3 +129,30 @@ async def test_config_audit_path_relative_to_the_config_file(tmp_path: Path) -> 
     async with ToolSession(registry, owns_registry=True) as session:
         await session.call("list_dir", {"path": "."}, tool_call_id="c1")
     assert _lines(Path(config.audit.path))[0]["tool"] == "list_dir"
+
+
+def test_a_replaced_or_removed_log_is_reopened_and_no_line_is_lost(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    fields = dict(
+        call_id="c",
+        session="s",
+        decisions={"policy": "allow"},
+        outcome="ok",
+        duration_ms=1.0,
+        args_sha256="0" * 64,
+    )
+    log.record(tool="first", **fields)  # type: ignore[arg-type]
+    replacement = tmp_path / "tmp.jsonl"
+    replacement.write_text("forged\n")
+    os.replace(replacement, path)  # an atomic write over the log, as write_file does
+    log.record(tool="second", **fields)  # type: ignore[arg-type]
+    lines = path.read_text().splitlines()
+    assert lines[0] == "forged" and json.loads(lines[1])["tool"] == "second"
+    path.rename(tmp_path / "audit.1.jsonl")  # rotated without copytruncate
+    log.record(tool="third", **fields)  # type: ignore[arg-type]
+    assert [json.loads(x)["tool"] for x in path.read_text().splitlines()] == ["third"]
+    path.unlink()
+    log.record(tool="fourth", **fields)  # type: ignore[arg-type]
+    assert [json.loads(x)["tool"] for x in path.read_text().splitlines()] == ["fourth"]
+    log.close()

@@ -172,3 +172,28 @@ def test_a_model_entry_shadowing_the_provider_entry_is_said(ws: Path, tmp_path: 
     assert proc.returncode == 0, proc.stderr
     assert "replaces the entry for provider 'gemini'" in proc.stderr
     assert "tool_policy_by_provider['gemini']: note - not applied" in proc.stdout
+
+
+def test_a_hook_matcher_naming_claude_codes_tools_is_warned_about(tmp_path: Path) -> None:
+    cfg = tmp_path / "octos.toml"
+    cfg.write_text(
+        '[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
+        '[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "true"\n'
+    )
+    (tmp_path / "a.txt").write_text("x\n")
+    result = run_in_process(
+        "call", "read_file", '{"path": "a.txt"}', "-w", str(tmp_path), "-c", str(cfg)
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    assert "hooks.PreToolUse.0.matcher 'Bash' matches no tool" in err
+    assert "exec_command|bash|shell" in err
+
+
+def test_history_with_history_off_says_so(tmp_path: Path) -> None:
+    cfg = tmp_path / "octos.toml"
+    cfg.write_text("[history]\nenabled = false\n")
+    result = run_in_process("history", "log", "-w", str(tmp_path), "-c", str(cfg))
+    err = result.stderr.decode()
+    assert result.returncode != 0
+    assert "history is off in this config" in err and "unknown tool" not in err

@@ -21,6 +21,8 @@ def test_same_job_warnings() -> None:
     assert "'group:runtime'" in line
     [web] = same_job_warnings(lambda n: n != "web_fetch", NAMES)
     assert "reach the network" in web and "curl" in web
+    # in a sandbox mode a denied web turns the commands' network off: nothing to warn about
+    assert same_job_warnings(lambda n: n != "web_fetch", NAMES, commands_confined=True) == []
     everything = {"exec_command", "shell", "bash", "write_stdin", "web_fetch"}
     assert same_job_warnings(lambda n: n not in everything, NAMES) == []
     assert same_job_warnings(lambda n: True, NAMES) == []
@@ -42,3 +44,20 @@ def test_policy_explain_warns_about_exec_star(tmp_path: Path) -> None:
         app, ["policy", "explain", "shell", "-w", str(tmp_path), "-c", str(cfg), "--json"]
     )
     assert json.loads(clean.stdout)["warnings"] == []
+
+
+def test_policy_explain_says_nothing_of_the_network_when_commands_are_confined(
+    tmp_path: Path,
+) -> None:
+    cfg = tmp_path / "c.json"
+    for mode, warned in (("workspace-write", False), ("danger-full-access", True)):
+        cfg.write_text(
+            json.dumps({"tool_policy": {"deny": ["group:web"]}, "sandbox": {"mode": mode}})
+        )
+        result = CliRunner().invoke(
+            app,
+            ["policy", "explain", "exec_command", "-w", str(tmp_path), "-c", str(cfg), "--json"],
+        )
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert any("reach the network" in w for w in doc["warnings"]) is warned, mode

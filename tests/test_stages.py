@@ -339,3 +339,47 @@ async def test_a_sub_agent_registry_keeps_the_stages() -> None:
     assert child.hooks == registry.hooks
     denied = await ToolSession(child).call("add", '{"a":1,"b":2}')
     assert "child too" in denied.output
+
+
+@pytest.mark.anyio
+async def test_a_bash_validator_reading_command_sees_exec_commands_cmd(tmp_path: Path) -> None:
+    body = CLAUDE_CODE_VALIDATOR.replace(
+        'tool_name != "shell"', 'tool_name not in ("exec_command", "bash")'
+    )
+    script = _script(tmp_path, "bash_validator.py", body)
+    hooks = [{"type": "command", "command": f"{sys.executable} {script}"}]
+    config = Config.from_mapping(
+        {"hooks": {"PreToolUse": [{"matcher": "exec_command|bash", "hooks": hooks}]}}
+    )
+    registry = build_registry(config, tmp_path)
+    async with ToolSession(registry, owns_registry=True) as session:
+        for name in ("exec_command", "bash"):
+            refused = await session.call(name, {"cmd": "grep -r foo ."})
+            assert not refused.success and "Use 'rg'" in refused.output, refused.output
+        ran = await session.call("exec_command", {"cmd": "echo fine"})
+        assert ran.success and "fine" in ran.output
+
+
+@pytest.mark.anyio
+async def test_an_updated_command_rewrites_cmd(tmp_path: Path) -> None:
+    answer = json.dumps({"hookSpecificOutput": {"updatedInput": {"command": "echo rewritten"}}})
+    hooks = [{"type": "command", "command": f"cat >/dev/null; echo '{answer}'"}]
+    config = Config.from_mapping(
+        {"hooks": {"PreToolUse": [{"matcher": "exec_command", "hooks": hooks}]}}
+    )
+    registry = build_registry(config, tmp_path)
+    async with ToolSession(registry, owns_registry=True) as session:
+        ran = await session.call("exec_command", {"cmd": "echo original"})
+        assert ran.success and "rewritten" in ran.output and "original" not in ran.output
+
+
+@pytest.mark.anyio
+async def test_a_hook_whose_background_child_holds_stdout_answers_when_it_exits(
+    tmp_path: Path,
+) -> None:
+    deny = json.dumps({"hookSpecificOutput": {"permissionDecision": "deny"}})
+    hook = CommandHook(f"(sleep 30 &) ; echo '{deny}'", timeout=20, cwd=str(tmp_path))
+    started = time.monotonic()
+    answer = await hook(HookInput("PreToolUse", "read_file", {"path": "a"}))
+    assert time.monotonic() - started < 15, "the hook's answer waited for its background child"
+    assert answer is not None and answer.permission_decision == "deny"

@@ -21,11 +21,10 @@ prompt of ``octos-tools call`` (:func:`terminal_approval`), the agent loop's
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-import unicodedata
 from typing import TYPE_CHECKING, Literal, TextIO
 
+from ._printable import printable
 from .context import ApprovalCallback, ApprovalRequest
 from .errors import ErrorKind, ToolError
 
@@ -200,43 +199,10 @@ def terminal_approval(
     return approve
 
 
-def printable(text: str) -> str:
-    r"""``text`` with every control and format character escaped, so a terminal shows what
-    will run and nothing else: C0/C1 controls and DEL (``\x1b`` for ESC: no colour, cursor
-    move, title or clear-screen sequence reaches the terminal), ``\r`` and ``\n`` (a
-    command cannot draw a fake line over the prompt), Unicode format characters such as
-    the bidirectional overrides of "Trojan Source" (CVE-2021-42574) and zero-width spaces
-    (``\u202e``). A backslash is doubled only where it could be read as such an escape.
-    Printable text (any script) is kept as is."""
-    out: list[str] = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if cat in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn") and ch != "\t":
-            code = ord(ch)
-            out.append(
-                {"\n": "\\n", "\r": "\\r"}.get(ch)
-                or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-            )
-        elif ch == "\t":
-            out.append("\\t")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 def printable_prompt(request: ApprovalRequest) -> str:
-    """:meth:`ApprovalRequest.prompt` made safe for a terminal: the same lines, each field
-    (justification, tool, action, folder, reason) escaped with :func:`printable`, so a line
-    break inside the command shows as ``\\n`` and cannot fake a line of the prompt."""
-    clean = dataclasses.replace(
-        request,
-        tool=printable(request.tool),
-        action=printable(request.action),
-        reason=printable(request.reason),
-        justification=printable(request.justification) if request.justification else None,
-        cwd=printable(request.cwd) if request.cwd else None,
-    )
-    return clean.prompt()
+    """:meth:`ApprovalRequest.prompt`: every field already escaped with :func:`printable`
+    there, for every channel (terminal, MCP elicitation, the adapters)."""
+    return request.prompt()
 
 
 class _Prompting:

@@ -20,6 +20,13 @@ the end and writes under the file's lock, so lines of concurrent calls and of se
 processes sharing the file never interleave, and a line is written whole or, when the write
 fails (disk full), not at all as far as this process can tell (a short write is reported
 in the log). The file is created ``0600``.
+
+The file is reopened when its path stops naming the open file (moved, deleted, replaced
+by an atomic write, rotated without ``copytruncate``: one ``stat`` per line, as
+:class:`logging.handlers.WatchedFileHandler` does), so later lines are never written to a
+file nobody can find; the reopening is logged as a warning. Commands cannot write the log
+under bubblewrap, and the file tools refuse it; under Landlock keep it outside the
+workspace (docs/hooks.md).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -70,13 +78,52 @@ class AuditLog:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        self._fd: int | None = os.open(self.path, flags, 0o600)
+        self._fd: int | None = None
+        self._id = (0, 0)
+        self._lock = threading.Lock()
+        self._open()
         self._second = -1
         self._prefix = ""
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
+
+    def _open(self) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags, 0o600)
+        st = os.fstat(fd)
+        old, self._fd, self._id = self._fd, fd, (st.st_dev, st.st_ino)
+        if old is not None:
+            os.close(old)
+
+    def _current_fd(self) -> int | None:
+        """The descriptor to write to: reopened when the path names another file now."""
+        fd = self._fd
+        if fd is None:
+            return None
+        try:
+            st = os.stat(self.path)
+            same = (st.st_dev, st.st_ino) == self._id
+        except OSError:
+            same = False
+        if same:
+            return fd
+        with self._lock:
+            if self._fd is None:
+                return None
+            try:
+                st = os.stat(self.path)
+                if (st.st_dev, st.st_ino) == self._id:
+                    return self._fd
+            except OSError:
+                pass
+            try:
+                self._open()
+            except OSError as exc:
+                logger.error("audit log %s: moved away and cannot be reopened: %s", self.path, exc)
+                return self._fd
+            logger.warning("audit log %s was moved, replaced or removed: reopened", self.path)
+            return self._fd
 
     def record(
         self,
@@ -91,7 +138,7 @@ class AuditLog:
     ) -> None:
         """Append one line; a failure to write is logged, never raised (the call's result
         is not changed by its audit line)."""
-        fd = self._fd
+        fd = self._current_fd()
         if fd is None:
             return
         now = time.time()

@@ -121,7 +121,10 @@ SandboxOpt = Annotated[
     str | None,
     typer.Option(
         "--sandbox",
-        help="Commands' sandbox: read-only, workspace-write (default) or danger-full-access.",
+        help=(
+            "Commands' sandbox: read-only, workspace-write (default) or danger-full-access. "
+            "It confines commands only; --read-only also removes the file writers."
+        ),
     ),
 ]
 
@@ -311,12 +314,47 @@ def _check_policy_names(registry: ToolRegistry, cfg: Config) -> None:
             _usage_error(problem.message)
     for problem in problems:
         _warn(problem.message)
+    _check_hook_matchers(cfg, _known_names(registry))
     entries = cfg.tool_policy_by_provider
     if cfg.model in entries and cfg.provider in entries and cfg.model != cfg.provider:
         _warn(
             f"tool_policy_by_provider: the entry for model {cfg.model!r} replaces the entry "
             f"for provider {cfg.provider!r} (they are not combined)"
         )
+
+
+#: Claude Code's tool names, and ours for the same job (a copied hook block names theirs).
+_CLAUDE_CODE_TOOLS = {
+    "Bash": "exec_command|bash|shell",
+    "Write": "write_file",
+    "Edit": "edit_file|apply_patch",
+    "MultiEdit": "edit_file|apply_patch",
+    "Read": "read_file",
+    "Glob": "glob",
+    "Grep": "grep",
+    "WebFetch": "web_fetch",
+    "WebSearch": "web_search",
+}
+
+
+def _check_hook_matchers(cfg: Config, known: set[str]) -> None:
+    """A hook block whose matcher matches no tool is a warning naming ours (a block copied
+    from a Claude Code settings file says ``Bash`` or ``Write|Edit``)."""
+    from .hooks import compile_matcher
+
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        for i, block in enumerate(getattr(cfg.hooks, event)):
+            try:
+                test = compile_matcher(block.matcher)
+            except ValueError:
+                continue  # the config check reports it
+            if any(test(name) for name in known):
+                continue
+            ours = [
+                _CLAUDE_CODE_TOOLS[p] for p in block.matcher.split("|") if p in _CLAUDE_CODE_TOOLS
+            ]
+            hint = f"; for Claude Code's names use {'|'.join(ours)!r}" if ours else ""
+            _warn(f"hooks.{event}.{i}.matcher {block.matcher!r} matches no tool{hint}")
 
 
 def _report_plugins(registry: ToolRegistry) -> None:
@@ -425,7 +463,13 @@ def call(
 def _history_call(
     tool: str, args: dict[str, Any], workspace: Path | None, config: Path | None, js: bool
 ) -> None:
-    """One call of a history tool, as ``octos-tools call`` runs it (exit 1 when it fails)."""
+    """One call of a history tool, as ``octos-tools call`` runs it (exit 1 when it fails);
+    with ``[history] enabled = false`` a usage error saying so (not "unknown tool")."""
+    if not _load(config).history.enabled:
+        _usage_error(
+            "workspace history is off in this config ([history] enabled = false); turn it "
+            "on to list, diff or restore checkpoints"
+        )
     given = {k: v for k, v in args.items() if v is not None}
     call(tool, json.dumps(given), workspace, config, js, exit_code=True)
 
@@ -850,10 +894,13 @@ def policy_explain(
             shown = f"hidden by context_filter {list(registry.context_filter)} (still callable)"
         steps.append({"policy": "visibility", "allowed": None, "detail": shown})
     from .policy_names import same_job_warnings
+    from .sandbox import SandboxSettings
 
+    box = getattr(registry.get("exec_command"), "sandbox", None)
     warnings = same_job_warnings(
         lambda n: registry.evaluate(n).allowed,
         set(registry.names()) | set(registry.removed_by_policy()),
+        commands_confined=isinstance(box, SandboxSettings) and box.confined,
     )
     anyio.run(registry.aclose)
     result = {

@@ -83,15 +83,29 @@ class ApprovalRequest:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def prompt(self) -> str:
-        """The question shown to a person: the justification (if any), the tool, the exact
-        action and the reason, one per line."""
-        lines = [self.justification.strip()] if self.justification else []
-        lines.append(f"{self.tool} wants to run: {self.action}")
+        """The question shown to a person, the same in every channel (terminal, MCP
+        elicitation, adapters): the tool and the exact action first, then the folder, the
+        reason, and last the model's justification marked as the model's words and cut at
+        :data:`JUSTIFICATION_CHARS`. Every field is escaped
+        (:func:`octos_tools._printable.printable`: a line break shows as ``\\n``, no
+        terminal sequence survives), so neither the command nor the justification can draw
+        a fake line of the question or push the real command out of view."""
+        from ._printable import printable
+
+        lines = [f"{printable(self.tool)} wants to run: {printable(self.action)}"]
         if self.cwd:
-            lines.append(f"in: {self.cwd}")
-        lines.append(f"why approval is needed: {self.reason}")
+            lines.append(f"in: {printable(self.cwd)}")
+        lines.append(f"why approval is needed: {printable(self.reason)}")
+        if self.justification and self.justification.strip():
+            said = self.justification.strip()
+            if len(said) > JUSTIFICATION_CHARS:
+                said = said[:JUSTIFICATION_CHARS] + "…"
+            lines.append(f"the model says: {printable(said)}")
         return "\n".join(lines)
 
+
+JUSTIFICATION_CHARS = 300
+"""The model's justification is shown up to this many characters in an approval question."""
 
 ApprovalCallback = Callable[[ApprovalRequest], Awaitable[bool]]
 """``await approve(request) -> bool``: ``True`` to let the action run."""

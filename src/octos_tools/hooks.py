@@ -18,7 +18,10 @@ JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name``, ``tool_name`
 ``tool_input``, ``tool_use_id``; ``tool_response`` after the call); the environment is the
 commands' scrubbed one (:func:`octos_tools.builtins.runtime.command_env`) plus
 ``CLAUDE_PROJECT_DIR`` (the workspace root), so a script written for Claude Code runs
-unmodified. Its exit code:
+unmodified. The command tools' ``cmd`` is also sent as ``tool_input.command``, the field
+Claude Code's Bash hooks read (a validator that finds no ``command`` would let every
+command through), and an ``updatedInput`` that changes ``command`` changes ``cmd``. Its
+exit code:
 
 * ``0``: stdout, when it is a JSON object, is read: ``hookSpecificOutput`` with
   ``permissionDecision`` (``allow`` | ``deny`` | ``ask``), ``permissionDecisionReason``,
@@ -32,7 +35,10 @@ unmodified. Its exit code:
 A hook that fails (raises, times out, exits with another code, prints invalid JSON) does not
 block the call, unless it was registered with ``fail_closed=True``: then the call is refused
 (``policy_denied``) as if the hook had denied it. A command still running at its timeout is
-killed with its process group.
+killed with its process group. Its answer is read when it *exits*: a background process it
+started that keeps stdout open does not hold the call (what was printed before the exit
+counts, after a :data:`DRAIN_SECS` grace); such a process, and one that left the group
+with ``setsid``, is not the hook's to wait for and is not killed.
 
 How the pipeline combines the answers of several matching hooks (they run concurrently) is
 in :mod:`octos_tools.stages`: ``deny`` wins over ``ask``, ``ask`` over ``allow``; rewrites
@@ -76,6 +82,9 @@ a call that ran and failed (Claude Code's names)."""
 _MAX_STREAM_BYTES = 1 << 20
 """At most this much of a command hook's stdout or stderr is read (1 MiB)."""
 _MAX_REASON_CHARS = 10_000
+DRAIN_SECS = 0.5
+"""After a command hook exits, how long its output is still read (seconds) before its
+answer is taken: a background child may hold the pipes open for ever."""
 """Reasons and added context are cut at this many characters (Claude Code caps hook output
 it injects at 10,000 characters)."""
 _EXACT_MATCHER = re.compile(r"^[A-Za-z0-9_|-]+$")
@@ -114,13 +123,17 @@ class HookInput:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object a command hook reads on stdin."""
+        """The JSON object a command hook reads on stdin (``cmd`` also as ``command``:
+        module docstring)."""
+        tool_input = self.tool_input
+        if isinstance(tool_input.get("cmd"), str) and "command" not in tool_input:
+            tool_input = {**tool_input, "command": tool_input["cmd"]}
         data: dict[str, Any] = {
             "session_id": self.session_id,
             "cwd": self.cwd,
             "hook_event_name": self.hook_event_name,
             "tool_name": self.tool_name,
-            "tool_input": self.tool_input,
+            "tool_input": tool_input,
             "tool_use_id": self.tool_use_id,
         }
         if self.tool_response is not None:
@@ -430,18 +443,36 @@ class CommandHook:
             raise HookError(f"hook {self.command!r} could not start: {exc}") from None
         out = bytearray()
         err = bytearray()
+        drained = [anyio.Event(), anyio.Event()]
+
+        async def read(stream: Any, buf: bytearray, done: anyio.Event) -> None:
+            try:
+                await _read_into(stream, buf)
+            finally:
+                done.set()
+
         try:
             with anyio.fail_after(self.timeout):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(_read_into, proc.stdout, out)
-                    tg.start_soon(_read_into, proc.stderr, err)
+                    tg.start_soon(read, proc.stdout, out, drained[0])
+                    tg.start_soon(read, proc.stderr, err, drained[1])
                     assert proc.stdin is not None
                     try:
                         await proc.stdin.send(payload)
                         await proc.stdin.aclose()
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         pass  # the hook did not read its input: its answer still counts
-                code = await proc.wait()
+                    code = await proc.wait()
+                    with anyio.move_on_after(DRAIN_SECS):
+                        for done in drained:
+                            await done.wait()
+                    if not all(d.is_set() for d in drained):
+                        logger.warning(
+                            "hook %r exited, but a background process it started keeps its "
+                            "output open; its answer is what it printed before exiting",
+                            self.command,
+                        )
+                    tg.cancel_scope.cancel()
         except TimeoutError:
             _kill_group(proc.pid)
             with anyio.CancelScope(shield=True):
@@ -456,6 +487,8 @@ class CommandHook:
             raise
         finally:
             _kill_group(proc.pid)  # anything the hook left running in its group
+            with anyio.CancelScope(shield=True):
+                await proc.aclose()  # its pipes: no transport left for the loop to close
         stderr = err.decode("utf-8", "replace").strip()
         if code == 2:
             reason = stderr[:_MAX_REASON_CHARS] or f"blocked by hook {self.command!r}"
@@ -476,7 +509,25 @@ class CommandHook:
             raise HookError(f"hook {self.command!r} printed invalid JSON: {exc}") from None
         if not isinstance(data, dict):
             return None
-        return HookOutput.from_json(data)
+        answer = HookOutput.from_json(data)
+        return _command_as_cmd(answer, event)
+
+
+def _command_as_cmd(answer: HookOutput, event: HookInput) -> HookOutput:
+    """An ``updatedInput`` naming Claude Code's ``command`` for a tool whose field is
+    ``cmd``: the new ``command`` (when it changed) becomes ``cmd``; the alias is dropped."""
+    import dataclasses
+
+    updated = answer.updated_input
+    if updated is None or "command" not in updated or "command" in event.tool_input:
+        return answer
+    if "cmd" not in event.tool_input:
+        return answer
+    new = dict(updated)
+    command = new.pop("command")
+    if command != event.tool_input.get("cmd") or "cmd" not in new:
+        new["cmd"] = command
+    return dataclasses.replace(answer, updated_input=new)
 
 
 async def _read_into(stream: Any, buf: bytearray) -> None:

@@ -129,14 +129,19 @@ SAME_JOB: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
-def same_job_warnings(is_allowed: Callable[[str], bool], known: Iterable[str]) -> list[str]:
+def same_job_warnings(
+    is_allowed: Callable[[str], bool], known: Iterable[str], *, commands_confined: bool = False
+) -> list[str]:
     """One line per family of :data:`SAME_JOB` that a policy denies in part: some members
-    denied, others still allowed. Also: the web denied while commands stay allowed (a
-    command can ``curl``; only a sandbox without network stops that).
+    denied, others still allowed. Also: the web denied while commands stay allowed and run
+    unconfined (a command can ``curl``; in any sandbox mode a denied web turns the commands'
+    network off, :func:`octos_tools.sandbox.settings_from_config`, so no warning then).
 
     Args:
         is_allowed: the registry's verdict for a name (``registry.evaluate(n).allowed``).
         known: the names registered (families are checked among these only).
+        commands_confined: the command tools run in a sandbox (any mode but
+            ``danger-full-access``).
     """
     names = set(known)
     out: list[str] = []
@@ -151,9 +156,10 @@ def same_job_warnings(is_allowed: Callable[[str], bool], known: Iterable[str]) -
             )
     web = [m for m in ("web_fetch", "web_search", "browser") if m in names]
     runtime = [m for m in ("exec_command", "shell", "bash") if m in names and is_allowed(m)]
-    if web and runtime and not any(is_allowed(m) for m in web):
+    if web and runtime and not commands_confined and not any(is_allowed(m) for m in web):
         out.append(
             f"the web tools are denied but {', '.join(runtime)} can still reach the network "
-            "(curl, wget); deny 'group:runtime' or run commands in a sandbox without network"
+            "(curl, wget) in danger-full-access; deny 'group:runtime' or run commands in a "
+            "sandbox mode (the network is then off)"
         )
     return out

@@ -262,6 +262,10 @@ def _build(
         session_key=session_key,
     )
     registry.injection_filter = config.output.injection_filter
+    if config.source_path:
+        ws.protect_file(config.source_path, "the server's own config file")
+    if config.audit.path:
+        ws.protect_file(config.audit.path, "the audit log")
     if families is None or families:
         from .builtins import register_builtins
 

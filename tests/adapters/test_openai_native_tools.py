@@ -153,7 +153,12 @@ async def test_shell_exit_codes_and_cwd(root: Path) -> None:
 
 async def test_shell_timeout_kills_the_process_group(root: Path) -> None:
     pidfile = root / "child.pid"
-    executor = shell_in(root)  # the SDK is imported here, before the clock starts
+    from octos_tools.sandbox import SandboxMode, SandboxSettings
+
+    # unconfined: `$!` must be a host pid (bubblewrap's pid namespace has its own); the
+    # sandboxed kill is exec_command's, tested with it
+    free = SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS)
+    executor = shell_in(root, sandbox=free)  # the SDK is imported here, before the clock
     request = _request(f"sleep 60 & echo $! > {pidfile}; sleep 60", "echo never", timeout_ms=1000)
     started = time.monotonic()
     result = await executor(request)
@@ -207,3 +212,24 @@ async def test_shell_safe_policy(root: Path) -> None:
     approved = await shell_in(root, approve=yes)(_request("rm -rf keep.txt"))
     assert approved.output[0].exit_code == 0
     assert not (root / "keep.txt").exists()
+
+
+async def test_shell_runs_in_the_command_sandbox(root: Path, tmp_path: Path) -> None:
+    from octos_tools.profile import build_registry
+    from octos_tools.sandbox import SandboxMode, SandboxSettings, engine_status
+
+    if not any(s.usable for s in engine_status()):
+        pytest.skip("no sandbox engine here")
+    outside = tmp_path / "outside.txt"
+    confined = await shell_in(root)(_request(f"touch {outside}", "touch inside.txt"))
+    assert not outside.exists()  # refused, or written to the sandbox's private /tmp
+    assert confined.output[1].exit_code == 0 and (root / "inside.txt").exists()
+    registry = build_registry(None, root)
+    from octos_tools.adapters.openai_agents import ShellExecutor
+
+    from_registry = ShellExecutor(registry)
+    assert from_registry.sandbox == registry.get("exec_command").sandbox  # type: ignore[union-attr]
+    free = SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS)
+    unconfined = await shell_in(root, sandbox=free)(_request(f"touch {outside}"))
+    assert unconfined.output[0].exit_code == 0 and outside.exists()
+    await registry.aclose()

@@ -96,8 +96,8 @@ async def test_escalation_asks_with_the_justification(workspace: Path) -> None:
         assert result.meta is not None
     asked = yes.asked[0]
     assert isinstance(asked, types.ElicitRequestFormParams)
-    assert asked.message.startswith("Do you want to run echo outside the sandbox?")
-    assert "outside the sandbox" in asked.message
+    assert asked.message.startswith("exec_command wants to run: echo outside\n")
+    assert asked.message.endswith("\nthe model says: Do you want to run echo outside the sandbox?")
     await registry.aclose()
 
 

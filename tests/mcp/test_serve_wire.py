@@ -64,7 +64,14 @@ def test_read_file_text_is_in_content_and_metadata_in_meta(workspace: Path) -> N
         peer.send(INIT)
         instructions = peer.recv_id(1)["result"]["instructions"]
         assert str(workspace.resolve()) in instructions
-        assert "confined to the workspace" in instructions and "NOT confined" in instructions
+        assert "confined to the workspace" in instructions
+        from octos_tools.sandbox import engine_status
+
+        if any(s.usable for s in engine_status()):  # the default sandbox, named as in force
+            assert "run in the workspace-write sandbox" in instructions, instructions
+            assert "require_escalated" in instructions and "NOT confined" not in instructions
+        else:
+            assert "sandbox_unavailable" in instructions
         peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         peer.call(2, "read_file", {"path": "notes.md"})
         result = peer.recv_id(2)["result"]
@@ -221,3 +228,17 @@ def test_a_question_pending_when_stdin_closes_is_answered_unavailable(workspace:
         assert peer.proc.wait(30) == 0
     finally:
         peer.close()
+
+
+def test_instructions_name_each_mode_as_it_is() -> None:
+    from octos_tools.mcp.server import server_instructions
+    from octos_tools.sandbox import SandboxMode, SandboxSettings
+
+    free = server_instructions("/ws", SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS))
+    assert "NOT confined (danger-full-access)" in free and "require_escalated" not in free
+    unknown = server_instructions("/ws", None)  # no command tool registered
+    assert "Commands" not in unknown
+    hosts = SandboxSettings(allowed_hosts=("pypi.org",))
+    text = server_instructions("/ws", hosts)
+    assert "NOT confined" not in text
+    assert "pypi.org" in text or "sandbox_unavailable" in text

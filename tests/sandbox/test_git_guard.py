@@ -294,6 +294,53 @@ def test_a_session_is_checked_at_each_poll(tmp_path: Path, engine: str) -> None:
 
 
 @ENGINES
+def test_a_background_process_of_a_session_is_caught_between_polls(
+    tmp_path: Path, engine: str
+) -> None:
+    """A session's process plants a hook after its call returned and nobody polls: the
+    background check (octos_tools.sandbox._guard_ticker) undoes it within one tick plus
+    one check, the user's ``git commit`` meanwhile runs nothing, the next poll says so."""
+    from octos_tools.sandbox._guard_ticker import TICK_SECS, ticker
+
+    ws, out = _workspace(tmp_path)
+    hook = ws / "bg/.git/hooks/pre-commit"
+    plant = (
+        "sleep 0.5; git init -q bg && "
+        f"printf '#!/bin/sh\\n%s\\n' {_planted(out, 'pwned')} > bg/.git/hooks/pre-commit && "
+        "chmod +x bg/.git/hooks/pre-commit && touch planted; sleep 30"
+    )
+
+    async def run() -> tuple[float, str]:
+        sessions = SessionManager(4)
+        box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine=_engine(engine))
+        exec_tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
+        stdin_tool = WriteStdinTool(sessions, ShellConfig())
+        ticking = len(ticker())
+        started = await exec_tool.run(exec_tool.Args(cmd=plant, yield_time_ms=100), None)
+        sid = started.structured_metadata["session_id"]
+        assert len(ticker()) == ticking + 1
+        async with asyncio.timeout(30):
+            while not (ws / "planted").exists():
+                await asyncio.sleep(0.01)
+            seen = time.monotonic()
+            while hook.exists():
+                await asyncio.sleep(0.01)
+        exposed = time.monotonic() - seen
+        _git("commit", "-q", "--allow-empty", "-m", "user", cwd=ws / "bg")
+        polled = await stdin_tool.run(
+            stdin_tool.Args(session_id=sid, chars="", yield_time_ms=100), None
+        )
+        await sessions.aclose()
+        assert len(ticker()) == ticking
+        return exposed, polled.output
+
+    exposed, text = asyncio.run(run())
+    assert exposed < TICK_SECS + 2.0, exposed  # one tick and one check, with slack for load
+    assert not (out / "pwned").exists()
+    assert f"{hook}: a git hook" in text, text
+
+
+@ENGINES
 def test_the_users_edit_during_a_session_is_not_blamed_on_the_command(
     tmp_path: Path, engine: str
 ) -> None:
@@ -439,3 +486,26 @@ def test_the_parser_reads_lines_as_git_does(tmp_path: Path, text: str) -> None:
     safe = {e.key.lower() for e in parse_config(text)} - judged
     unsafe_for_git = {k.lower() for k in listed} - safe
     assert unsafe_for_git <= judged
+
+
+def test_a_file_put_back_by_one_check_is_not_judged_again_by_another(tmp_path: Path) -> None:
+    """Two views of the same roots (two live sessions, a session and a mounted server): the
+    first check puts the user's hook back; the second finds the same bytes and mode as
+    before and leaves it (it used to quarantine the restored original too)."""
+    from octos_tools.sandbox._git_guard import GitGuard
+
+    ws, _ = _workspace(tmp_path)
+    hook = ws / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho mine\n")
+    hook.chmod(0o755)
+    guard = GitGuard([os.path.realpath(ws)], quarantine=str(tmp_path / "q"))
+    first, second = guard.watch(), guard.watch()
+    hook.write_text("#!/bin/sh\ntouch /tmp/pwned\n")  # what a sandboxed process did
+    lines = first.check()
+    assert len(lines) == 1 and "the version from before the command is back" in lines[0]
+    assert hook.read_text() == "#!/bin/sh\necho mine\n"
+    assert second.check() == []
+    assert hook.read_text() == "#!/bin/sh\necho mine\n"
+    assert len(list((tmp_path / "q").rglob("pre-commit"))) == 1
+    hook.chmod(0o644)  # the same bytes, another mode: judged
+    assert len(second.check()) == 1

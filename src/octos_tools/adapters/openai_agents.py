@@ -254,6 +254,22 @@ def _workspace_of(source: Workspace | ToolSession | ToolRegistry | str | os.Path
     return Workspace(Path(source))
 
 
+def _sandbox_of(source: object) -> Any:
+    """The commands' sandbox of a registry or session (its ``exec_command``'s), else the
+    default one (``workspace-write``)."""
+    from ..registry import ToolRegistry
+    from ..sandbox import SandboxSettings
+    from ..session import ToolSession
+
+    if isinstance(source, ToolSession):
+        source = source.registry
+    if isinstance(source, ToolRegistry):
+        found = getattr(source.get("exec_command"), "sandbox", None)
+        if isinstance(found, SandboxSettings):
+            return found
+    return SandboxSettings()
+
+
 class WorkspaceEditor:
     """An ``agents.ApplyPatchEditor`` backed by the workspace and our patch engine.
 
@@ -335,11 +351,14 @@ class ShellExecutor:
     writable), ended as a whole at its timeout; stdout and stderr are captured together (the
     order a terminal shows, control sequences cleaned) into ``stdout``. Commands run one
     after another; after a timeout the remaining ones are not started. Processes a command
-    left running in the background are ended by :meth:`aclose`.
+    left running in the background are ended by :meth:`aclose`. Every command runs in the
+    command sandbox (docs/sandbox.md), as ``exec_command`` does: a registry's or session's
+    own (its ``exec_command``'s ``[sandbox]``), else the default ``workspace-write``; where
+    no engine can enforce it the command answers ``sandbox_unavailable`` and does not run.
 
     Args:
         workspace: a :class:`~octos_tools.workspace.Workspace`, a session or registry (its
-            workspace), or a folder path.
+            workspace and its commands' sandbox), or a folder path.
         default_timeout: seconds per command when the call gives no ``timeout_ms``
             (clamped to 1–600 like ``shell``).
         max_output_bytes: output kept per command (head 70 %, tail 30 %), also capped by
@@ -347,6 +366,8 @@ class ShellExecutor:
         safe_policy: apply the octos SafePolicy: a *deny* pattern refuses the command, an
             *ask* pattern needs ``approve``.
         approve: ``async (command) -> bool`` asked for *ask* commands; ``None`` refuses them.
+        sandbox: the :class:`~octos_tools.sandbox.SandboxSettings` to run in, overriding
+            the registry's (``SandboxSettings(mode=SandboxMode.DANGER_FULL_ACCESS)``: none).
 
     Returns (``__call__``):
         ``agents.ShellResult`` with one ``ShellCommandOutput`` per command started or refused:
@@ -363,8 +384,16 @@ class ShellExecutor:
         max_output_bytes: int = 50_000,
         safe_policy: bool = True,
         approve: Callable[[str], Awaitable[bool]] | None = None,
+        sandbox: Any = None,
     ) -> None:
+        from ..sandbox import SandboxSettings
+
         self.workspace = _workspace_of(workspace)
+        if sandbox is None:
+            sandbox = _sandbox_of(workspace)
+        if not isinstance(sandbox, SandboxSettings):
+            raise TypeError("sandbox must be a SandboxSettings (or None: the registry's)")
+        self.sandbox = sandbox
         self.default_timeout = default_timeout
         self.max_output_bytes = max_output_bytes
         self.safe_policy = safe_policy
@@ -452,6 +481,8 @@ class ShellExecutor:
                 env=command_env(),
                 capture=capture,
                 timeout=timeout,
+                sandbox=self.sandbox,
+                workspace=Path(self.workspace.root),
             )
         except ToolError as exc:
             return f"Error [{exc.kind.value}]: {exc.message}", None, False, 0.0

@@ -41,7 +41,8 @@ __all__ = [
     "input_key",
 ]
 
-#: The form asked: one boolean, true by default (the person's click on accept is the yes).
+#: The form asked: one boolean, false by default: a client that fills in defaults cannot
+#: turn an accept without a tick into a yes (the terminal prompt defaults to no too).
 APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -49,7 +50,7 @@ APPROVAL_SCHEMA: dict[str, Any] = {
             "type": "boolean",
             "title": "Run it",
             "description": "Allow this exact command to run once",
-            "default": True,
+            "default": False,
         }
     },
     "required": ["approve"],

@@ -7,6 +7,13 @@ connection already closed is retried once on a fresh one.
 
 The server's ``notifications/tools/list_changed`` (2025 handshake servers) and its
 ``subscriptions/listen`` tool events (2026-07-28 servers) call ``on_tools_changed``.
+
+A stdio server in ``workspace-write`` can write the workspace: the git guard
+(:mod:`octos_tools.sandbox._git_guard`) runs over it as over a command. One view per
+connection, taken before its first process starts and kept across restarts, is checked
+after each call (:meth:`McpConnection.guard_notes`, its lines appended to the call's
+result), in the background while a process lives (:mod:`octos_tools.sandbox._guard_ticker`)
+and when a process exits (those lines are logged and come with the next call).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from ..context import ToolContext
+    from ..sandbox import ServerSpawn
+    from ..sandbox._git_guard import GuardWatch
 
 __all__ = ["McpConnection"]
 
@@ -53,29 +62,40 @@ class _Generation:
 
 
 def _sandboxed(
-    cfg: McpServerConfig, cwd: str | None, workspace: str | None
-) -> tuple[list[str], dict[str, str]]:
+    cfg: McpServerConfig,
+    cwd: str | None,
+    workspace: str | None,
+    read_only_paths: tuple[str, ...] = (),
+    secret_paths: tuple[str, ...] = (),
+) -> ServerSpawn:
     """The stdio server's command line and extra environment in its own sandbox
     (``[mcp_servers.NAME] sandbox``, default ``read-only`` with a private writable home and
-    temp folder; ``network`` default on; credential stores unreadable: docs/sandbox.md).
+    temp folder; ``network`` default on; credential stores unreadable: docs/sandbox.md),
+    with the git guard's view in ``workspace-write``; ``read_only_paths`` (the host's
+    config file) stay as they are, ``secret_paths`` (its MCP token file) unreadable.
 
     Raises:
         ToolError: ``sandbox_unavailable`` when the mode cannot be enforced here.
     """
-    from ..sandbox import SandboxMode, SandboxSettings, wrap_server
+    from ..sandbox import SandboxMode, SandboxSettings, ServerSpawn, wrap_server
 
     assert cfg.command is not None
     argv = [cfg.command, *cfg.args]
     mode = SandboxMode(cfg.sandbox)
     if mode is SandboxMode.DANGER_FULL_ACCESS:
-        return argv, dict(cfg.env)
+        return ServerSpawn(argv, dict(cfg.env))
     from .. import trusted_programs
 
     program = trusted_programs.which(cfg.command) or cfg.command
-    settings = SandboxSettings(mode=mode, network=cfg.network, private_home=True)
+    settings = SandboxSettings(
+        mode=mode,
+        network=cfg.network,
+        private_home=True,
+        read_only_paths=read_only_paths,
+        secret_paths=secret_paths,
+    )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **cfg.env}
-    out, env = wrap_server([program, *cfg.args], cwd or os.getcwd(), env, settings, workspace)
-    return out, env
+    return wrap_server([program, *cfg.args], cwd or os.getcwd(), env, settings, workspace)
 
 
 class McpConnection:
@@ -87,6 +107,9 @@ class McpConnection:
         task_group: the task group that owns the connection tasks (from
             :class:`McpMounts`).
         cwd: working directory for a stdio server without ``cwd`` (the workspace root).
+        read_only_paths: files a sandboxed stdio server may not change (the host's config
+            file: guarded like a command's).
+        secret_paths: files it may not read (the host's MCP token file).
 
     Attributes:
         starts: how many times a server was started (1 + restarts).
@@ -100,8 +123,12 @@ class McpConnection:
         *,
         cwd: str | None = None,
         on_tools_changed: Callable[[], Awaitable[None]] | None = None,
+        read_only_paths: tuple[str, ...] = (),
+        secret_paths: tuple[str, ...] = (),
     ) -> None:
         self.name = name
+        self.read_only_paths = read_only_paths
+        self.secret_paths = secret_paths
         self.on_tools_changed = on_tools_changed
         self.config = config
         self.cwd = cwd
@@ -111,6 +138,8 @@ class McpConnection:
         self._lock = anyio.Lock()
         self._closed = False
         self._cap: Any = None
+        self._guard: GuardWatch | None = None
+        self._guard_pending: list[str] = []
 
     def _make_client(self) -> Client:
         from mcp import Client, StdioServerParameters
@@ -130,7 +159,15 @@ class McpConnection:
             assert cfg.command is not None
             from .stdio_client import CappedStdioTransport, ReplyCap
 
-            argv, env = _sandboxed(cfg, cfg.cwd or self.cwd, self.cwd)
+            spawn = _sandboxed(
+                cfg, cfg.cwd or self.cwd, self.cwd, self.read_only_paths, self.secret_paths
+            )
+            argv, env = spawn.argv, spawn.env
+            if spawn.guard is not None:
+                if self._guard is None:
+                    self._guard = spawn.guard
+                else:  # a restart: the view goes on, on what no process could write
+                    self._guard.keep_read_only(spawn.guard)
             params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=env or None, cwd=cfg.cwd or self.cwd
             )
@@ -170,8 +207,14 @@ class McpConnection:
         """Task body owning one generation's SDK client (enter and exit in one task)."""
         with anyio.CancelScope() as scope:
             gen.scope = scope
+            tick: int | None = None
             try:
-                async with self._make_client() as client, anyio.create_task_group() as tg:
+                made = self._make_client()
+                if self._guard is not None:
+                    from ..sandbox._guard_ticker import ticker
+
+                    tick = ticker().add(self._guard)
+                async with made as client, anyio.create_task_group() as tg:
                     gen.client = client
                     if self.on_tools_changed is not None:
                         tg.start_soon(self._listen, client)
@@ -184,8 +227,37 @@ class McpConnection:
             finally:
                 gen.client = None
                 gen.broken = True
+                self._guard_after_exit(tick)
                 gen.ready.set()
                 gen.done.set()
+
+    @property
+    def guarded(self) -> bool:
+        """The git guard watches this server (a stdio server in ``workspace-write``)."""
+        return self._guard is not None
+
+    def _guard_after_exit(self, tick: int | None) -> None:
+        """A process ended: stop its background checks and check once more; the lines
+        are logged and kept for the next call's result."""
+        if tick is not None:
+            from ..sandbox._guard_ticker import ticker
+
+            ticker().remove(tick)
+        if self._guard is None:
+            return
+        lines = self._guard.check()
+        for line in lines:
+            logger.warning("MCP server %r exited: %s", self.name, line)
+        self._guard_pending += lines
+
+    def guard_notes(self) -> list[str]:
+        """Run the git guard over what the server wrote (after a call) and return its lines,
+        those found since the last call (in the background, at a restart) first; ``[]``
+        for a server it does not watch. Never raises."""
+        if self._guard is None:
+            return []
+        lines, self._guard_pending = self._guard_pending, []
+        return lines + self._guard.check()
 
     def _retire(self, gen: _Generation) -> None:
         """Stop ``gen`` in the background (the next call starts a fresh one)."""

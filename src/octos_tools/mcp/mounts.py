@@ -96,14 +96,31 @@ class McpTool(Tool):
         self.timeout = cfg.timeout_secs + cfg.startup_timeout_secs + 5.0
 
     async def execute_with_context(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
-        """Call the remote tool; see :meth:`McpConnection.call_tool` for the failures."""
-        result = await self.connection.call_tool(
-            self.remote_name,
-            args,
-            ctx=ctx,
-            retry_if_closed=self.concurrency_class is ConcurrencyClass.SAFE,
-        )
-        return call_result_to_tool_result(result, self.server, self.remote_name)
+        """Call the remote tool; see :meth:`McpConnection.call_tool` for the failures.
+        For a server the git guard watches (``workspace-write``), its lines (what the
+        server planted for git to run, undone) end the result and are listed in
+        ``structured_metadata["sandbox_guard"]``, also when the call failed."""
+        try:
+            result = await self.connection.call_tool(
+                self.remote_name,
+                args,
+                ctx=ctx,
+                retry_if_closed=self.concurrency_class is ConcurrencyClass.SAFE,
+            )
+        except ToolError as exc:
+            lines = self.connection.guard_notes()
+            if not lines:
+                raise
+            text = "".join(f"\n{line}" for line in lines)
+            raise ToolError(
+                exc.kind, exc.message + text, **exc.details, sandbox_guard=lines
+            ) from None
+        out = call_result_to_tool_result(result, self.server, self.remote_name)
+        lines = self.connection.guard_notes()
+        if lines:
+            out.output += "".join(f"\n{line}" for line in lines)
+            out.structured_metadata = {**(out.structured_metadata or {}), "sandbox_guard": lines}
+        return out
 
     def with_workspace(self, workspace: Any) -> Tool:
         """Mounted tools are not workspace-bound: the same object is shared."""
@@ -119,6 +136,8 @@ class McpMounts:
         cwd: default working directory of stdio servers (the workspace root).
         read_only: leave out every tool that is not ``readOnlyHint`` (the ``--read-only``
             preset).
+        read_only_paths: files sandboxed stdio servers may not change (the host's config
+            file); secret_paths: files they may not read (its MCP token file).
 
     Attributes:
         connections: server name → :class:`McpConnection` (started ones).
@@ -133,8 +152,12 @@ class McpMounts:
         *,
         cwd: str | None = None,
         read_only: bool = False,
+        read_only_paths: tuple[str, ...] = (),
+        secret_paths: tuple[str, ...] = (),
     ) -> None:
         self.registry = registry
+        self.read_only_paths = read_only_paths
+        self.secret_paths = secret_paths
         self.servers = dict(servers)
         self.cwd = cwd
         self.read_only = read_only
@@ -155,7 +178,13 @@ class McpMounts:
 
             async def start(name: str, cfg: McpServerConfig) -> None:
                 conn = McpConnection(
-                    name, cfg, tg, cwd=self.cwd, on_tools_changed=lambda: self.refresh(name)
+                    name,
+                    cfg,
+                    tg,
+                    cwd=self.cwd,
+                    on_tools_changed=lambda: self.refresh(name),
+                    read_only_paths=self.read_only_paths,
+                    secret_paths=self.secret_paths,
                 )
                 self.connections[name] = conn
                 try:
@@ -294,9 +323,11 @@ def mount_mcp_servers(
 
     Use as ``async with mount_mcp_servers(registry, config) as mounts: ...``; every server
     is stopped when the block ends. With ``config.read_only`` only ``readOnlyHint`` tools
-    are mounted. ``cwd`` defaults to the registry's workspace root.
+    are mounted. ``cwd`` defaults to the registry's workspace root. A sandboxed stdio
+    server may not change the file ``config`` was read from, nor read its MCP token file.
     """
     root = cwd
+    token = config.serve.auth_token_file
     if root is None and registry.workspace is not None:
         root = str(registry.workspace.root)
     # a server whose entry says nothing about deferral follows lifecycle.defer: mounted
@@ -313,4 +344,6 @@ def mount_mcp_servers(
         servers,
         cwd=os.fspath(root) if root is not None else None,
         read_only=config.read_only,
+        read_only_paths=(os.path.abspath(config.source_path),) if config.source_path else (),
+        secret_paths=(os.path.abspath(os.path.expanduser(token)),) if token else (),
     )

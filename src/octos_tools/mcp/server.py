@@ -94,15 +94,55 @@ PROFILE_ENV = "OCTOS_TOOLS_SERVE_PROFILE"
 on exit (for ``bench/bench_mcp.py --profile``; see bench/README.md)."""
 
 
-def server_instructions(workspace: str | None) -> str:
-    """The ``instructions`` sent to clients: what is confined and what is not, how errors
-    read, and how deferred tools are reached."""
+def commands_instructions(sandbox: Any) -> str:
+    """What the model is told about its commands: the sandbox mode and engine in force,
+    what it allows, and how to ask for more (``sandbox``: the command tools'
+    :class:`~octos_tools.sandbox.SandboxSettings`, or ``None`` when none is registered)."""
+    from ..errors import ToolError
+    from ..sandbox import SandboxMode, SandboxSettings, resolve_engine
+
+    if not isinstance(sandbox, SandboxSettings):
+        return ""
+    if sandbox.mode is SandboxMode.DANGER_FULL_ACCESS:
+        return (
+            "Commands (exec_command) are NOT confined (danger-full-access): they run with "
+            "this server's user rights and can reach anything that user can. "
+        )
+    try:
+        engine = resolve_engine(sandbox)
+    except ToolError:
+        return (
+            f"Commands cannot run here: no sandbox engine can enforce {sandbox.mode} on this "
+            "machine (they answer sandbox_unavailable). "
+        )
+    if sandbox.mode is SandboxMode.READ_ONLY:
+        writes = "they may write only $TMPDIR"
+    else:
+        writes = "they may write only in the workspace, $TMPDIR and the configured roots"
+    if sandbox.network:
+        net = "the network is on"
+    elif sandbox.egress:
+        net = "network only HTTP(S) to " + ", ".join(sandbox.allowed_hosts) + " (via $HTTPS_PROXY)"
+    else:
+        net = "no network"
+    return (
+        f"Commands (exec_command) run in the {sandbox.mode} sandbox ({engine}): {writes}; "
+        f"git hooks and config and credential stores are protected; {net}. To run one "
+        'outside it, call exec_command with sandbox_permissions "require_escalated" and a '
+        "justification: a person is asked first. "
+    )
+
+
+def server_instructions(workspace: str | None, sandbox: Any = None) -> str:
+    """The ``instructions`` sent to clients: what is confined and how
+    (:func:`commands_instructions`), how errors read, and how deferred tools are reached."""
     where = f" ({workspace})" if workspace else ""
     return (
         f"octos-tools. File, search and patch tools are confined to the workspace{where}; "
-        "paths are relative to it. Commands (exec_command, shell) are NOT confined: they run "
-        "with this server's user rights and can reach anything that user can. A failed call "
-        "returns an error whose text starts 'Error [<kind>]:'; read it and correct the call. "
+        "paths are relative to it. "
+        + commands_instructions(sandbox)
+        + "A failed call returns an error whose text starts 'Error [<kind>]:'; read it and "
+        "correct the call. "
         "A command that exits non-zero is not an error: its exit code is in the result. "
         "Some tools are not listed, to save context: tool_search finds them; call them by "
         "name, or load them with tool_search 'select:NAME', and the list changes "
@@ -180,7 +220,9 @@ class OctosMcpServer:
             name,
             version=__version__,
             title="octos-tools",
-            instructions=instructions if instructions is not None else server_instructions(root),
+            instructions=instructions
+            if instructions is not None
+            else server_instructions(root, getattr(registry.get("exec_command"), "sandbox", None)),
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
             on_subscriptions_listen=self.listen_handler,

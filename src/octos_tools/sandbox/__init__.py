@@ -7,7 +7,8 @@ Public surface:
   unreadable and read-only paths); :func:`settings_from_config` builds it from a
   :class:`~octos_tools.config.Config` (``read_only = true`` and a denied web included);
 * :func:`wrap_command`: ``(argv, cwd, env, settings, workspace)`` -> :class:`SandboxSpawn`
-  (what to start), or ``sandbox_unavailable``;
+  (what to start), or ``sandbox_unavailable``; :func:`wrap_server` -> :class:`ServerSpawn`
+  for a process a library starts (a mounted stdio MCP server);
 * :func:`blocked_note`: the line that tells the model a rule blocked its command;
 * :func:`engine_status`, :func:`resolve_engine`: what this machine can enforce.
 
@@ -15,6 +16,9 @@ Private modules, one job each: :mod:`._settings` (modes), :mod:`._protected` (pa
 stay unreadable or read-only), :mod:`._bubblewrap` and :mod:`._landlock` (the engines),
 :mod:`._seccomp` (the filter), :mod:`._detect` (which engine runs here), :mod:`._spawn`
 (putting it together), :mod:`._notes`, :mod:`._probe` (``octos-tools sandbox check``);
+for git: :mod:`._git_guard` (what a command planted for git to run, undone after it),
+:mod:`._git_config` (its allow-list), :mod:`._gitlinks`, :mod:`._guard_ticker` (the guard in
+the background while a session or a mounted server lives);
 for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
 egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
@@ -30,7 +34,7 @@ from ..hook_programs import hook_commands, hook_programs
 from ._detect import EngineStatus, bubblewrap_status, landlock_status
 from ._notes import blocked_note
 from ._settings import ENGINES, SandboxMode, SandboxSettings
-from ._spawn import Sandbox, SandboxSpawn, resolve_engine, sandbox_for
+from ._spawn import Sandbox, SandboxSpawn, ServerSpawn, resolve_engine, sandbox_for
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -42,6 +46,7 @@ __all__ = [
     "SandboxMode",
     "SandboxSettings",
     "SandboxSpawn",
+    "ServerSpawn",
     "blocked_note",
     "engine_status",
     "resolve_engine",
@@ -78,9 +83,10 @@ def settings_from_config(
       it at most ``read-only`` (commands run read-only instead of being removed);
     * the network: ``[sandbox] network``, and always off when the policy denies the web;
       ``[sandbox] allowed_hosts`` (egress through the proxy) likewise dropped then;
-    * the server's own files: its config file (``config_path``) and the programs its hooks
-      run (:func:`octos_tools.hook_programs.hook_programs`, relative to ``workspace``,
-      default ``config.workspace`` or the current folder) read-only, its MCP token file
+    * the server's own files: its config file (``config_path``), its audit log
+      (``[audit] path``, append-only) and the programs its hooks run
+      (:func:`octos_tools.hook_programs.hook_programs`, relative to ``workspace``, default
+      ``config.workspace`` or the current folder) read-only, its MCP token file
       (``serve.auth_token_file``) and state folder unreadable.
 
     Raises:
@@ -102,6 +108,7 @@ def settings_from_config(
     if commands:
         where = workspace if workspace is not None else (config.workspace or os.getcwd())
         pinned += [p for p in hook_programs(commands, where) if p not in pinned]
+    audit = config.audit.path
     return SandboxSettings(
         mode=chosen,
         engine=section.engine,
@@ -110,6 +117,7 @@ def settings_from_config(
         writable_roots=tuple(section.writable_roots),
         deny_read=tuple(section.deny_read),
         read_only_paths=tuple(pinned),
+        append_only_paths=(os.path.abspath(os.path.expanduser(audit)),) if audit else (),
         secret_paths=tuple(secrets),
         reason=reason,
     )
@@ -157,9 +165,11 @@ def wrap_server(
     env: Mapping[str, str],
     settings: SandboxSettings,
     workspace: str | os.PathLike[str] | None,
-) -> tuple[list[str], dict[str, str]]:
-    """``(argv, env)`` that start ``argv`` confined by ``settings`` when a library spawns
-    the process (a mounted stdio MCP server: no descriptor passing, no ``preexec_fn``).
+) -> ServerSpawn:
+    """What starts ``argv`` confined by ``settings`` when a library spawns the process (a
+    mounted stdio MCP server: no descriptor passing, no ``preexec_fn``): the command line,
+    the environment and, in ``workspace-write``, the git guard's view from before the
+    start (:attr:`ServerSpawn.guard`: check it after each call and when the server exits).
 
     Raises:
         ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.

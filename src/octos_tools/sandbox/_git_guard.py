@@ -51,6 +51,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .. import _git_code
 from . import _git_config, _gitlinks, _protected
 
 __all__ = ["GitGuard", "GuardWatch", "guard_for"]
@@ -152,6 +153,7 @@ class GitGuard:
         self._kept: dict[str, tuple[Fingerprint, bytes]] = {}
         self._walked = float("-inf")
         self._kinds: dict[str, str] = {}  # the last snapshot's protected paths
+        self._gitdirs: dict[str, _git_code.GitCodePaths] = {}  # of the last snapshot
         self._links: dict[str, tuple[Fingerprint, list[str]]] = {}  # gitdir -> its gitlinks
         self.truncated = False
 
@@ -245,6 +247,7 @@ class GitGuard:
         ``pointer`` (a ``.git`` file or link), ``pinned``."""
         out: dict[str, str] = {}
         seen: set[str] = set()
+        self._gitdirs = {}
         for loc, kind in list(self._git.items()):
             if kind == "dir":
                 self._gitdir(loc, os.path.dirname(loc), out, seen)
@@ -268,14 +271,14 @@ class GitGuard:
         out[os.path.join(gitdir, "config")] = "config"
         out[os.path.join(gitdir, "config.worktree")] = "config"
         out[os.path.join(gitdir, "commondir")] = "commondir"
-        for hooks in (
-            os.path.join(gitdir, "hooks"),
-            _protected.hooks_path(gitdir, worktree or gitdir),
-        ):
-            if hooks is not None:
-                for name in _listing(hooks):
-                    if not name.endswith(".sample"):
-                        out[os.path.join(hooks, name)] = "hook"
+        facts = self._gitdirs[gitdir] = _git_code.code_paths(gitdir, worktree)
+        for config in facts.configs:
+            if config not in out and _under(config, self.roots):
+                out[config] = "config"  # an included file: judged as the config itself
+        for hooks in facts.hooks:
+            for name in _listing(hooks):
+                if not name.endswith(".sample"):
+                    out[os.path.join(hooks, name)] = "hook"
         common = _protected.commondir_of(gitdir)
         if common is not None and _under(common, self.roots):
             self._gitdir(common, worktree, out, seen)
@@ -321,13 +324,14 @@ class GitGuard:
         with self._lock:
             out: list[str] = []
             for path, kind in self._kinds.items():
-                if kind == "config" and path.endswith("/config"):
-                    gitdir = os.path.dirname(path)
-                    out += [path, os.path.join(gitdir, "hooks")]
-                    hooks = _protected.hooks_path(gitdir, os.path.dirname(gitdir))
-                    if hooks is not None:
-                        out.append(hooks)
-                elif kind in ("config", "commondir", "pointer"):
+                gitdir = os.path.dirname(path)
+                if kind == "config" and path.endswith("/config") and gitdir in self._gitdirs:
+                    out += [path, *self._gitdirs[gitdir].hooks]
+                elif kind in ("config", "commondir", "pointer") and (
+                    kind != "config" or os.path.lexists(path) or path.endswith("/config.worktree")
+                ):
+                    # a missing included config cannot be covered (a mount point would be
+                    # left in the work tree): the guard judges it if a command makes one
                     out.append(path)
             return list(dict.fromkeys(os.path.normpath(p) for p in out))
 
@@ -414,6 +418,8 @@ class GitGuard:
         if os.path.islink(path) or not os.path.isfile(path):
             return self._neutralise(path, "a protected path that is not a file", old, mode, None)
         data = _read(path)
+        if data is not None and data == old and os.lstat(path).st_mode == mode:
+            return None  # the same bytes and mode as before (a file another check put back)
         if kind == "config":
             text = (data or b"\0").decode("utf-8", errors="replace")
             before = old.decode("utf-8", errors="replace") if old is not None else None
@@ -427,11 +433,20 @@ class GitGuard:
                 path, what, old, mode, safe.encode() if safe is not None else None
             )
         if kind == "commondir":
+            if old is not None and data == old:
+                return None  # touched, not changed
             rel = (data or b"").decode("utf-8", errors="replace").strip()
-            common = os.path.normpath(os.path.join(os.path.dirname(path), rel))
-            if rel and _under(os.path.realpath(common), self.roots):
+            here = os.path.dirname(path)
+            common = os.path.normpath(os.path.join(here, rel))
+            # the one layout git makes: GITDIR/worktrees/NAME/commondir -> GITDIR (`git
+            # worktree add`); any other commondir that appears or changes hands the
+            # repository's config, hooks, refs and objects to another folder
+            standard = os.path.basename(os.path.dirname(here)) == "worktrees" and (
+                os.path.realpath(common) == os.path.realpath(os.path.dirname(os.path.dirname(here)))
+            )
+            if rel and standard and _under(os.path.realpath(common), self.roots):
                 return None
-            what = f"commondir pointing outside the writable roots (to {common})"
+            what = f"a new or changed commondir (it hands the repository to {common})"
             return self._neutralise(path, what, old, mode, None)
         if kind == "hook":
             return self._neutralise(path, "a git hook", old, mode, None)
@@ -474,13 +489,19 @@ class GitGuard:
 
 @dataclass
 class GuardWatch:
-    """The state one command is compared with; :meth:`check` after it ran (or at each
-    poll of its session)."""
+    """The state one command (or one mounted server) is compared with; :meth:`check`
+    after it ran, at each poll of its session, after each call to the server; and
+    :meth:`tick` in the background while it lives (:mod:`._guard_ticker`).
+
+    Attributes:
+        notes: lines found by :meth:`tick` not yet handed out by :meth:`check`.
+    """
 
     guard: GitGuard
     snapshot: _Snapshot
     notes: list[str] = field(default_factory=list)
     read_only: dict[str, _Chain] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def mounted_read_only(self, paths: Iterable[str]) -> None:
         """Record the paths the sandbox mounts read-only for the command (bubblewrap's
@@ -493,10 +514,30 @@ class GuardWatch:
             if chain is not None:
                 self.read_only[path] = chain
 
+    def keep_read_only(self, other: GuardWatch) -> None:
+        """Keep only the read-only mounts ``other`` (a later spawn's view) shares with
+        this one: a mounted server restarted while its previous process may still run is
+        judged on what neither process could write."""
+        self.read_only = {p: c for p, c in self.read_only.items() if other.read_only.get(p) == c}
+
     def check(self) -> list[str]:
         """Judge what changed since :meth:`GitGuard.watch` (or the last check), neutralise
-        what is dangerous, and return one line per finding (empty: nothing found). Never
-        raises: a failure becomes a line saying the guard could not finish."""
+        what is dangerous, and return one line per finding (empty: nothing found), the
+        :attr:`notes` of earlier ticks first. Never raises: a failure becomes a line saying
+        the guard could not finish. Thread-safe (one check of a watch at a time)."""
+        with self._lock:
+            lines, self.notes = self.notes, []
+            return lines + self._check_locked()
+
+    def tick(self) -> list[str]:
+        """:meth:`check` from the background: the lines found are kept in :attr:`notes`
+        (for the next :meth:`check`) and returned."""
+        with self._lock:
+            found = self._check_locked()
+            self.notes += found
+            return found
+
+    def _check_locked(self) -> list[str]:
         try:
             lines, self.snapshot = self.guard._check(self.snapshot, self.read_only)
         except Exception as exc:  # noqa: BLE001 - the command's result must come back

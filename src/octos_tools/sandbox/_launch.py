@@ -25,11 +25,17 @@ def main(argv: list[str]) -> int:
         program = argv[sep + 1 :]
         data = json.loads(raw)
         data["mode"] = SandboxMode(data["mode"])
-        for key in ("writable_roots", "deny_read", "read_only_paths", "secret_paths"):
+        for key in (
+            "writable_roots",
+            "deny_read",
+            "read_only_paths",
+            "append_only_paths",
+            "secret_paths",
+        ):
             data[key] = tuple(data.get(key, ()))
         settings = SandboxSettings(**data)
         box = sandbox_for(settings)
-        spawn = box.wrap(program, cwd=os.getcwd(), env=os.environ, workspace=workspace)
+        spawn = box.wrap(program, cwd=os.getcwd(), env=os.environ, workspace=workspace, guard=False)
         if spawn.engine != "landlock" or spawn.preexec is None:
             raise RuntimeError(f"the launcher confines with Landlock, not {spawn.engine}")
         spawn.preexec()

@@ -11,10 +11,12 @@ token file.
 :meth:`~._git_guard.GitGuard.mount_paths`): what makes git run code later, in every
 repository found in a writable root (the top one, nested ones, submodules,
 worktrees; a ``.git`` *file* and the folder it points to): ``hooks/``, ``config``,
-``config.worktree``, ``commondir``, and wherever ``core.hooksPath`` points
-(``.husky/``). The ``.git`` folder itself stays writable (``git add`` and ``git commit``
-work: Codex locks the whole ``.git`` and breaks them, ``codex-rs/linux-sandbox/README.md``
-"Git safety mounts"); Claude Code's sandbox-runtime protects hooks and config only, as here.
+``config.worktree``, ``commondir``, wherever ``core.hooksPath`` points (``.husky/``) and
+every config file the config includes (a shared ``.gitconfig`` in the work tree); git
+itself is asked where those are (:mod:`octos_tools._git_code`). The ``.git`` folder itself
+stays writable (``git add`` and ``git commit`` work: Codex locks the whole ``.git`` and
+breaks them, ``codex-rs/linux-sandbox/README.md`` "Git safety mounts"); Claude Code's
+sandbox-runtime protects hooks and config only, as here.
 The server's own config file is read-only too. What a command creates during its run is
 the guard's job (:mod:`._git_guard`). The helpers here read where a git folder points
 (:func:`gitdir_of`, :func:`commondir_of`, :func:`hooks_path`).
@@ -26,9 +28,10 @@ entries per writable root and skips dependency and build folders (:data:`SKIPPED
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
+
+from .. import _git_code
 
 __all__ = [
     "CREDENTIAL_STORES",
@@ -37,6 +40,7 @@ __all__ = [
     "commondir_of",
     "gitdir_of",
     "hooks_path",
+    "included_configs",
     "unreadable_paths",
 ]
 
@@ -67,9 +71,6 @@ SKIPPED_DIRS = frozenset(
 )
 #: Folder entries the walk looks at, at most, per writable root.
 MAX_ENTRIES = 20_000
-
-_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*?)\s*$", re.IGNORECASE)
-_SECTION = re.compile(r"^\s*\[\s*([A-Za-z0-9.-]+)")
 
 
 def unreadable_paths(
@@ -107,27 +108,17 @@ def gitdir_of(dot_git: str) -> str | None:
 
 
 def hooks_path(gitdir: str, worktree: str) -> str | None:
-    """``core.hooksPath`` of a repository's own config, as an absolute path."""
-    try:
-        with open(os.path.join(gitdir, "config"), encoding="utf-8", errors="replace") as fh:
-            text = fh.read(1_000_000)
-    except OSError:
-        return None
-    section = ""
-    value: str | None = None
-    for line in text.splitlines():
-        head = _SECTION.match(line)
-        if head:
-            section = head.group(1).lower()
-            continue
-        if section == "core":
-            m = _HOOKS_PATH.match(line)
-            if m:
-                value = m.group(1).strip('"')
-    if not value:
-        return None
-    value = os.path.expanduser(value)
-    return os.path.normpath(os.path.join(worktree, value))
+    """``core.hooksPath`` of a repository as git reads it (its config and every file that
+    includes), as an absolute path; ``None`` when unset (:mod:`octos_tools._git_code`)."""
+    hooks = _git_code.code_paths(gitdir, worktree).hooks
+    return hooks[0] if len(hooks) > 1 else None
+
+
+def included_configs(gitdir: str, worktree: str | None) -> tuple[str, ...]:
+    """The config files a repository's config includes (``include.path``,
+    ``includeIf.*.path``), those missing too: each can set what ``config`` can."""
+    own = (os.path.join(gitdir, "config"), os.path.join(gitdir, "config.worktree"))
+    return tuple(c for c in _git_code.code_paths(gitdir, worktree).configs if c not in own)
 
 
 def commondir_of(gitdir: str) -> str | None:

@@ -57,7 +57,12 @@ class SandboxSettings:
         network: commands may open network connections (off: none, host loopback included).
         writable_roots: more absolute folders commands may write (workspace-write).
         deny_read: more paths commands may not read (``~`` expanded).
-        read_only_paths: more paths that stay read-only (the server's config file).
+        read_only_paths: more paths that stay read-only (the server's config file); under
+            Landlock, which cannot make a read-only hole in a writable root, the git guard
+            puts them back after each command.
+        append_only_paths: files the server appends to while commands run (the audit
+            log): read-only under bubblewrap; not put back under Landlock (lines written
+            meanwhile would be lost), so keep them outside the writable roots there.
         secret_paths: more paths commands may not read (state folder, token file).
         private_home: give the process a private writable ``HOME`` (mounted MCP servers).
         home: the home folder whose credential stores are hidden (``None``: the user's).
@@ -73,6 +78,7 @@ class SandboxSettings:
     writable_roots: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
     read_only_paths: tuple[str, ...] = ()
+    append_only_paths: tuple[str, ...] = ()
     secret_paths: tuple[str, ...] = ()
     private_home: bool = False
     home: str | None = None

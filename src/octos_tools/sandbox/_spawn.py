@@ -31,7 +31,7 @@ from . import (
 )
 from ._settings import SandboxMode, SandboxSettings
 
-__all__ = ["Sandbox", "SandboxSpawn", "resolve_engine", "sandbox_for"]
+__all__ = ["Sandbox", "SandboxSpawn", "ServerSpawn", "resolve_engine", "sandbox_for"]
 
 #: Seconds a Landlock ruleset (the split of ``/`` around unreadable paths) is reused.
 _RULESET_SECS = 5.0
@@ -70,6 +70,23 @@ class SandboxSpawn:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._close.clear()
+
+
+@dataclass
+class ServerSpawn:
+    """What to start for a process a library spawns (a mounted stdio MCP server).
+
+    Attributes:
+        argv: the command line.
+        env: the complete environment.
+        guard: the git guard's view from before the server started (``workspace-write``):
+            call its ``check()`` after each call to the server and when it exits
+            (:mod:`._git_guard`), or ``None``.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    guard: _git_guard.GuardWatch | None = None
 
 
 def resolve_engine(settings: SandboxSettings) -> str:
@@ -183,6 +200,7 @@ class Sandbox:
         workspace: str | None,
         visible: Sequence[str] = (),
         tty: str | None = None,
+        guard: bool = True,
     ) -> SandboxSpawn:
         """What to spawn to run ``argv`` in ``cwd`` under this sandbox.
 
@@ -194,6 +212,8 @@ class Sandbox:
             visible: more folders to keep visible (read-only) under ``/tmp`` (bubblewrap).
             tty: the command's own pty slave, the one ``/dev/pts`` entry Landlock lets it
                 open (bubblewrap gives it a private ``/dev/pts`` anyway).
+            guard: take the git guard's view (``False`` in the Landlock launcher: the
+                process that started it guards).
 
         Raises:
             ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
@@ -208,10 +228,10 @@ class Sandbox:
         pinned = [os.path.abspath(p) for p in s.read_only_paths]
         watch: _git_guard.GuardWatch | None = None
         found: list[str] = []
-        if writable:
-            guard = _git_guard.guard_for(writable, [os.path.realpath(p) for p in pinned])
-            watch = guard.watch()
-            found = guard.mount_paths()
+        if writable and guard:
+            git_guard = _git_guard.guard_for(writable, [os.path.realpath(p) for p in pinned])
+            watch = git_guard.watch()
+            found = git_guard.mount_paths()
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
         code = _own_code.own_code_inside(writable)
         if code and engine == "landlock":
@@ -227,7 +247,8 @@ class Sandbox:
                 engine=engine,
                 cause="own code in a writable root",
             )
-        read_only = [*found, *pinned, *code]
+        logs = [os.path.abspath(p) for p in s.append_only_paths]
+        read_only = [*found, *(p for p in [*pinned, *logs] if os.path.lexists(p)), *code]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
             bwrap = _detect.bubblewrap_status().detail  # the trusted bwrap resolve_engine ran
@@ -304,11 +325,12 @@ class Sandbox:
 
     def wrap_server(
         self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], workspace: str | None
-    ) -> tuple[list[str], dict[str, str]]:
-        r"""``(argv, env)`` for a process started by someone else (the MCP SDK starts a
+    ) -> ServerSpawn:
+        r"""What to start for a process started by someone else (the MCP SDK starts a
         stdio server: no inherited descriptor, no ``preexec_fn``): bubblewrap reads its
         filter from a file opened by ``sh``; Landlock is applied by the launcher
-        :mod:`._launch`, which then ``exec``\ s the program.
+        :mod:`._launch`, which then ``exec``\ s the program. In ``workspace-write`` the
+        result carries the git guard's view (:attr:`ServerSpawn.guard`).
 
         Raises:
             ToolError: ``sandbox_unavailable``.
@@ -318,7 +340,7 @@ class Sandbox:
 
         engine = resolve_engine(self.settings)
         if engine == "none":
-            return list(argv), dict(env)
+            return ServerSpawn(list(argv), dict(env))
         if engine == "landlock":
             data = {
                 k: getattr(self.settings, k)
@@ -328,6 +350,7 @@ class Sandbox:
                     "writable_roots",
                     "deny_read",
                     "read_only_paths",
+                    "append_only_paths",
                     "secret_paths",
                     "private_home",
                     "home",
@@ -344,7 +367,14 @@ class Sandbox:
                 "from octos_tools.sandbox._launch import main; sys.exit(main(sys.argv[1:]))"
             )
             launcher = [sys.executable, "-c", code]
-            return [*launcher, json.dumps(data), workspace or "", "--", *argv], dict(env)
+            watch = None
+            writable = self.writable_roots(workspace)
+            if writable:  # the launcher cannot make a path read-only: all is judged
+                pinned = [os.path.realpath(p) for p in self.settings.read_only_paths]
+                watch = _git_guard.guard_for(writable, pinned).watch()
+            return ServerSpawn(
+                [*launcher, json.dumps(data), workspace or "", "--", *argv], dict(env), watch
+            )
         # what the server's command line names under /tmp stays visible (read-only): the
         # private temp folder replaces /tmp
         named = [a for a in argv[1:] if os.path.isabs(a) and os.path.exists(a)]
@@ -360,7 +390,9 @@ class Sandbox:
         out = list(spawn.argv)
         i = out.index("--seccomp")
         out[i + 1] = "9"
-        return ["/bin/sh", "-c", 'exec 9<"$0"; exec "$@"', filt, *out], spawn.env
+        return ServerSpawn(
+            ["/bin/sh", "-c", 'exec 9<"$0"; exec "$@"', filt, *out], spawn.env, spawn.guard
+        )
 
     def _private_dir_for_filter(self) -> str:
         with self._lock:

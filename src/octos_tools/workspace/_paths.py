@@ -92,24 +92,6 @@ class PathResolver:
         if real.startswith(str(self.root).rstrip("/") + "/"):
             self._protected[real] = what
 
-    def _refuse_protected(self, parts: Sequence[str], text: str) -> None:
-        """Refuse a path of :meth:`protect_file`, one inside a protected folder, or a
-        folder that holds one (moving or deleting it would remove the protected file).
-
-        Raises:
-            PathError: ``permission_denied``, naming what the path is.
-        """
-        if not self._protected or not parts:
-            return
-        full = os.path.join(str(self.root), *parts)
-        for guarded, what in self._protected.items():
-            if full == guarded or full.startswith(guarded + "/") or guarded.startswith(full + "/"):
-                raise PathError(
-                    ErrorKind.PERMISSION_DENIED,
-                    f"{show(text[:80])} is or holds {what}: file tools never write it "
-                    "(commands may not either). A person changes it outside the agent",
-                )
-
     # ------------------------------------------------------------------ pure checks
 
     def _parts(self, path: str | os.PathLike[str]) -> list[str]:
@@ -210,7 +192,7 @@ class PathResolver:
 
         Raises:
             PathError: ``invalid_arguments`` (length, reserved name), ``permission_denied``
-                (inside ``.git``).
+                (inside ``.git``, or a path :meth:`_refuse_protected` refuses).
         """
         from ._tempnames import is_internal_temp_name
 
@@ -238,6 +220,39 @@ class PathResolver:
                     f"{show(part)} is a name reserved for octos-tools' temporary files; "
                     "choose another name",
                 )
+
+    def _refuse_protected(self, parts: Sequence[str], text: str) -> None:
+        """Refuse what the command sandbox keeps read-only for the same reason: a file of
+        :meth:`protect_file`, a file in a ``core.hooksPath`` folder, a config file a
+        repository includes (:func:`octos_tools._git_code.write_refusal`).
+
+        Raises:
+            PathError: ``permission_denied``, naming the rule.
+        """
+        from .. import _git_code
+
+        if not parts:
+            return
+        full = os.path.join(str(self.root), *parts)
+        for guarded, what in self._protected.items():  # a folder: all it holds, too
+            if full == guarded or full.startswith(guarded + "/"):
+                how = "is" if full == guarded else "is inside"
+            elif guarded.startswith(full + "/"):  # moving or deleting it removes that
+                how = "holds"
+            else:
+                continue
+            raise PathError(
+                ErrorKind.PERMISSION_DENIED,
+                f"{show(text[:80])} {how} {what}: file tools never write it (commands "
+                "may not either). A person changes it outside the agent",
+            )
+        why = _git_code.write_refusal(str(self.root), parts)
+        if why is not None:
+            raise PathError(
+                ErrorKind.PERMISSION_DENIED,
+                f"{show(text[:80])} {why}, so file tools never write it (commands may not "
+                "either). A person changes it outside the agent",
+            )
 
     # ------------------------------------------------------------------ descriptors
 

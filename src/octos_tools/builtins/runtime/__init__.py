@@ -97,4 +97,4 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
     registry.register(ShellTool(workspace, config.shell, sessions, box, policy))
     registry.register(ExecCommandTool(workspace, config.shell, sessions, box, policy))
     registry.register(BashTool(workspace, config.shell, sessions, box, policy))
-    registry.register(WriteStdinTool(sessions, config.shell))
+    registry.register(WriteStdinTool(sessions, config.shell, policy))

@@ -194,7 +194,7 @@ class _CommandTool(WorkspaceTool):
             return None
         reasons = []
         if escalate:
-            reasons.append("it asks to run outside the sandbox (require_escalated)")
+            reasons.append("it asks to run outside the sandbox: require_escalated")
         if verdict == "ask":
             reasons.append(f"it matches the safety rule {pattern!r}")
         return ApprovalRequest(
@@ -395,6 +395,7 @@ class ExecCommandTool(_CommandTool):
             sandbox=self.sandbox_for_call(ctx, mode),
             workspace=Path(self.workspace_for(ctx).root),
         )
+        session.escalated = mode == ESCALATED_MODE
         yield_secs = max(0, min(wait_ms, MAX_YIELD_MS)) / 1000
         # progress heartbeats while the call waits (the default call waits 10 s)
         async with heartbeat(ctx, f"running: {command[:80]}", total=timeout):
@@ -427,9 +428,16 @@ class WriteStdinTool(TypedTool):
     """``write_stdin`` (Codex unified exec): send characters to a session, read its new
     output.
 
+    What it types is asked about like a command (docs/approvals.md): each complete line
+    goes through the SafePolicy (a deny rule refuses, an ask rule asks a person: ``rm -rf``
+    typed into a shell is the same slip as the command), and any input into a session that
+    runs outside the sandbox (an approved ``require_escalated``) is asked again, since the
+    approval covered the command that started it, not what is typed into it later.
+
     Args:
         sessions: the session table shared with ``exec_command``.
         config: the ``shell`` section of the config.
+        approval_policy: ``"on-request"`` or ``"never"`` (the config's ``approval_policy``).
     """
 
     name = "write_stdin"
@@ -447,9 +455,63 @@ class WriteStdinTool(TypedTool):
         yield_time_ms: int | None = Field(None, description="Wait for output (250).")
         max_output_tokens: int | None = Field(None, description="Output cap.")
 
-    def __init__(self, sessions: SessionManager, config: ShellConfig) -> None:
+    def __init__(
+        self, sessions: SessionManager, config: ShellConfig, approval_policy: str = "on-request"
+    ) -> None:
         self.sessions = sessions
         self.config = config
+        self.approval_policy = approval_policy
+
+    def _input_request(self, session: Any, chars: str) -> ApprovalRequest | None:
+        """What typing ``chars`` into ``session`` needs a person to approve, or ``None``.
+
+        Raises:
+            ToolError: ``policy_denied`` when a typed line matches a SafePolicy deny rule.
+        """
+        if not chars:
+            return None
+        reasons: list[str] = []
+        if session.escalated:
+            reasons.append(
+                "the session runs outside the sandbox (an approved require_escalated "
+                "command): what is typed into it is asked each time"
+            )
+        if self.config.safe_policy:
+            pieces = (session.typed_tail + chars).replace("\r", "\n").split("\n")
+            for line in pieces[:-1]:  # complete lines only
+                verdict, pattern = check_command(line)
+                if verdict == "deny":
+                    raise ToolError(
+                        ErrorKind.POLICY_DENIED,
+                        f"typed line refused by the shell safety policy (it matches "
+                        f"{pattern!r}); this rule is never run, approved or not",
+                        pattern=pattern,
+                    )
+                if verdict == "ask":
+                    reasons.append(f"a typed line matches the safety rule {pattern!r}")
+        if not reasons:
+            return None
+        return ApprovalRequest(
+            tool=self.name,
+            action=f"type into session {session.id} ({session.command}): {chars}",
+            reason="; ".join(dict.fromkeys(reasons)),
+            kind="escalation" if session.escalated else "ask_pattern",
+            sandbox_mode=ESCALATED_MODE if session.escalated else None,
+        )
+
+    def approval_request(
+        self, arguments: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ApprovalRequest | None:
+        """What a call with ``arguments`` would ask a person (``None``: nothing), without
+        typing anything (see :func:`octos_tools.approval.approval_for_call`).
+
+        Raises:
+            ToolError / pydantic.ValidationError: the call will be refused anyway.
+        """
+        args = self.Args.model_validate(dict(arguments))
+        raw_id = args.session_id
+        session_id = f"exec-{raw_id}" if isinstance(raw_id, int) else raw_id
+        return self._input_request(self.sessions.get(session_id, _owner(ctx)), args.chars)
 
     def spec(self) -> ToolSpec:
         """Safe to run beside other calls (a poll must not wait behind a long one), but
@@ -468,9 +530,14 @@ class WriteStdinTool(TypedTool):
         cap = self.config.max_output_bytes - _HEADER_ROOM
         limit = _output_limit(args.max_output_tokens, cap)
         wait_ms = WRITE_STDIN_DEFAULT_YIELD_MS if args.yield_time_ms is None else args.yield_time_ms
+        request = self._input_request(session, args.chars) if session.proc.running else None
+        if request is not None:
+            await require_approval(ctx, request, policy=self.approval_policy)
         with session.in_use():
             if args.chars and session.proc.running:
                 await session.proc.write(args.chars.encode("utf-8"))
+                tail = (session.typed_tail + args.chars).replace("\r", "\n")
+                session.typed_tail = tail.rsplit("\n", 1)[-1][-4096:]
             text, running, code = await session.poll(
                 max(0, min(wait_ms, MAX_YIELD_MS)) / 1000, limit
             )

@@ -10,6 +10,11 @@ full and the caller has nothing idle of its own, the start is refused with
 ``unavailable``); a session is killed at its timeout; :meth:`SessionManager.aclose` (the
 registry's ``aclose``, the end of a session of tools) closes them all, and kills what
 finished commands left running in their cgroups.
+
+While a sandboxed session lives, the git guard also checks it in the background every
+:data:`~octos_tools.sandbox._guard_ticker.TICK_SECS` (:mod:`octos_tools.sandbox._guard_ticker`):
+what a background process plants between two polls is undone within that window, and its
+line comes with the next poll.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from ...errors import ErrorKind, ToolError
 from ...sandbox import SandboxSettings
+from ...sandbox._guard_ticker import ticker
 from ...tool import JSONObject, ToolResult
 from ._capture import OutputCapture
 from ._command import RunningCommand
@@ -56,6 +62,19 @@ class ExecSession:
     busy: bool = False
     watchdog: asyncio.Task[None] | None = None
     owner: object | None = None
+    escalated: bool = False
+    """It runs outside the sandbox (an approved ``require_escalated``): every input
+    ``write_stdin`` types into it is asked again."""
+    typed_tail: str = ""
+    """What ``write_stdin`` typed after the last line end (a line typed in pieces is
+    checked whole by the SafePolicy)."""
+    guard_tick: int | None = None
+
+    def stop_ticking(self) -> None:
+        """Stop the background checks of the git guard (the session ended)."""
+        if self.guard_tick is not None:
+            ticker().remove(self.guard_tick)
+            self.guard_tick = None
 
     def visible_to(self, owner: object | None) -> bool:
         """Whether a call of host session ``owner`` may use this session: always when
@@ -202,6 +221,8 @@ class SessionManager:
             owner=owner,
         )
         session.watchdog = asyncio.get_running_loop().create_task(self._watch(session))
+        if proc.guard is not None:
+            session.guard_tick = ticker().add(proc.guard)
         self._sessions[session.id] = session
         return session
 
@@ -211,6 +232,11 @@ class SessionManager:
             await asyncio.wait_for(session.proc.proc.wait(), session.timeout)
         except TimeoutError:
             await session.proc.kill("timeout")
+        if session.guard_tick is not None:
+            # nothing sandboxed is left running (both engines end a command's processes
+            # with its shell): one last check now, its lines wait for the next read
+            session.stop_ticking()
+            session.proc.run_guard()
 
     def forget(self, session_id: str) -> None:
         """Drop a finished session from the table (its exit has been reported)."""
@@ -218,6 +244,7 @@ class SessionManager:
         if session is not None:
             if session.watchdog is not None:
                 session.watchdog.cancel()
+            session.stop_ticking()
             self.keep_leftovers(session.proc)
 
     async def close(self, session_id: str) -> None:
@@ -228,6 +255,7 @@ class SessionManager:
         if session.watchdog is not None:
             session.watchdog.cancel()
         await session.proc.kill("closed")
+        session.stop_ticking()
         session.proc.run_guard()  # nobody reads a result now: the guard still runs
 
     async def close_owned_by(self, owner: object) -> None:
@@ -265,6 +293,8 @@ def session_result(
         "exit_code": code,
     }
     body = f"Output:\n{text}" if text else "Output: (none since the last read)"
+    if not running:
+        session.stop_ticking()  # before the last check: every line comes with this result
     body += guard_lines(session.proc, meta)
     if not running:
         manager.forget(session.id)

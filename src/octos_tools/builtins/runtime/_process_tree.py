@@ -211,6 +211,14 @@ def become_subreaper() -> None:  # pragma: no cover - runs in the child
 _SIGNALS_TO_RESET = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE")
 
 
+PARENT_CHECK_SECS = 0.25
+"""How often the Landlock launcher (:func:`reap_as_init`) checks that its parent lives."""
+
+
+class _ParentGone(BaseException):
+    """Raised in the launcher by its timer when the server is gone."""
+
+
 def _default_signal(sig: int) -> None:  # pragma: no cover - runs in the child
     """Restore the default action of ``sig`` through libc (Python's ``signal.signal``
     works only in the main thread, and the server's own handlers must not run here)."""
@@ -226,22 +234,38 @@ def reap_as_init(child: int) -> None:  # pragma: no cover - runs in the child, n
     forked child included, as bubblewrap's pid namespace does), then exits with the
     shell's status (killed by a signal: the same signal).
 
+    When the process that started it goes (the server killed with SIGKILL, crashed): it
+    is re-parented, sees so within :data:`PARENT_CHECK_SECS` and kills the tree the same
+    way, as bubblewrap's ``--die-with-parent`` does (``PR_SET_PDEATHSIG`` is not used: it
+    fires when the *thread* that forked exits, which a live server's worker threads do).
+
     Call in a forked child that is a subreaper (:func:`become_subreaper`)."""
     try:
+        parent = os.getppid()
         for name in _SIGNALS_TO_RESET:
             _default_signal(int(getattr(signal, name)))
         os.closerange(0, 1 << 16)  # the exec-error pipe too: the caller sees a started child
+
+        def _check_parent(signum: int, frame: object) -> None:
+            if os.getppid() != parent:
+                raise _ParentGone
+
         status = 0
-        while True:
-            try:
-                pid, got = os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-            except InterruptedError:
-                continue
-            if pid == child:
-                status = got
-                break
+        try:
+            signal.signal(signal.SIGALRM, _check_parent)
+            signal.setitimer(signal.ITIMER_REAL, PARENT_CHECK_SECS, PARENT_CHECK_SECS)
+            _check_parent(0, None)  # gone before the timer was set
+            while True:
+                try:
+                    pid, got = os.waitpid(-1, 0)
+                except ChildProcessError:
+                    break
+                if pid == child:
+                    status = got
+                    break
+        except _ParentGone:
+            status = signal.SIGKILL  # as if killed: nobody reads it
+        signal.setitimer(signal.ITIMER_REAL, 0)
         me = os.getpid()
         for _ in range(200):
             left = [p for p in descendants(me) if p.state != "Z"]
