@@ -10,7 +10,7 @@ Cases, each one fresh process, interleaved run by run so that machine load hits 
 * ``import octos_tools``: the package module (target ≤ 60 ms);
 * ``octos-tools --version``: the command's own start (typer, the app);
 * ``octos-tools call read_file``: one call process,
-  ``call read_file '{"path":"src/octos_tools/tool.py","end_line":3}' -w DIR``
+  ``call read_file '{"path":"src/octos_tools/tool_types.py","end_line":3}' -w DIR``
   (target ≤ 150 ms, issue 10);
 * ``serve → tools/list`` (``--serve``): spawn ``octos-tools serve``, answer ``initialize``,
   answer the first ``tools/list``, over raw JSON-RPC lines on stdio; the ``mcp`` SDK's
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CALL_ARGS = '{"path":"src/octos_tools/tool.py","end_line":3}'
+CALL_ARGS = '{"path":"src/octos_tools/tool_types.py","end_line":3}'
 
 #: The libraries' share of a call process, without any octos-tools code.
 FLOOR = """

@@ -11,8 +11,18 @@ Counts, per module:
   ``registry/*.py`` (module level or inside a function, not under ``if TYPE_CHECKING``) of
   ``pipeline``, ``stages``, ``_call_plan``, ``session`` or ``execution``.
 
-Usage: ``python bench/bench_structure.py [SRC_DIR] [--list]`` (default ``src/octos_tools``
-next to this folder); ``--list`` prints every counted read with its line.
+Counts over the module tree (a module is a ``.py`` file other than ``__init__`` / ``__main__``,
+or a package, by its folder name; a name is compared without its leading underscores):
+
+* **name collisions**: names two or more modules in different packages share
+  (``mcp/approval.py`` beside ``approval.py``; ``_settings.py`` beside ``settings.py``). A package's
+  own main module (``registry/_registry.py``) is not counted. Listed, each with its modules.
+* **test-named share**: the share of modules (``.py`` files) that have a test module named
+  after them, ``test_<name>.py`` anywhere under the tests folder.
+
+Usage: ``python bench/bench_structure.py [SRC_DIR] [--tests TESTS_DIR] [--list]`` (default
+``src/octos_tools`` and ``tests`` next to this folder); ``--list`` prints every counted read
+with its line and every module without a test module named after it.
 """
 
 from __future__ import annotations
@@ -83,10 +93,48 @@ def _imported_call_path(node: ast.ImportFrom | ast.Import, package: list[str]) -
     return found
 
 
+def _modules(src: Path) -> list[tuple[str, Path]]:
+    """(name without leading underscores, path relative to ``src``) of every module."""
+    found: list[tuple[str, Path]] = []
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if "__pycache__" in rel.parts:
+            continue
+        if path.is_dir() and (path / "__init__.py").is_file():
+            found.append((path.name.lstrip("_"), rel))
+        elif path.suffix == ".py" and path.stem not in ("__init__", "__main__"):
+            found.append((path.stem.lstrip("_"), rel))
+    return found
+
+
+def name_collisions(src: Path) -> dict[str, list[str]]:
+    """Names shared by modules of different packages, each with the modules (POSIX paths)."""
+    by_name: dict[str, list[Path]] = {}
+    for name, rel in _modules(src):
+        if rel.suffix == ".py" and rel.parent.name.lstrip("_") == name:
+            continue  # the package's own main module: registry/_registry.py
+        by_name.setdefault(name, []).append(rel)
+    return {
+        name: [p.as_posix() for p in paths]
+        for name, paths in sorted(by_name.items())
+        if len({p.parent for p in paths}) > 1
+    }
+
+
+def untested_by_name(src: Path, tests: Path) -> tuple[int, list[str]]:
+    """(number of ``.py`` modules, those with no ``test_<name>.py`` under ``tests``)."""
+    test_names = {p.stem.removeprefix("test_") for p in tests.rglob("test_*.py")}
+    files = [(name, rel) for name, rel in _modules(src) if rel.suffix == ".py"]
+    return len(files), [rel.as_posix() for name, rel in files if name not in test_names]
+
+
 def main(argv: list[str]) -> int:
     listing = "--list" in argv
-    args = [a for a in argv if not a.startswith("--")]
-    src = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "src/octos_tools"
+    tests_dir = argv[argv.index("--tests") + 1] if "--tests" in argv else None
+    args = [a for a in argv if not a.startswith("--") and a != tests_dir]
+    root = Path(__file__).resolve().parent.parent
+    src = Path(args[0]) if args else root / "src/octos_tools"
+    tests = Path(tests_dir) if tests_dir else root / "tests"
     files = sorted(src.rglob("*.py"))
     private = _private_names(files)
     reads: Counter[str] = Counter()
@@ -123,8 +171,17 @@ def main(argv: list[str]) -> int:
     print(f"run-time imports registry/ -> call path: {len(imports)}")
     for line in imports:
         print(f"  {line}")
+    collisions = name_collisions(src)
+    print(f"module name collisions: {len(collisions)}")
+    for name, paths in collisions.items():
+        print(f"  {name}: {', '.join(paths)}")
+    total, untested = untested_by_name(src, tests)
+    named = total - len(untested)
+    print(f"modules with a test module named after them: {named} of {total} ({named / total:.0%})")
     if listing:
         print("\n".join(lines))
+        print("modules without a test module named after them:")
+        print("\n".join(f"  {rel}" for rel in untested))
     return 0
 
 

@@ -17,7 +17,7 @@ from octos_tools._call_plan import never_suspends, plan_call
 from octos_tools.context import ToolContext, ToolPermissions, current_context
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.policy import ToolPolicy
-from octos_tools.tool import ConcurrencyClass, ToolResult
+from octos_tools.tool_types import ConcurrencyClass, ToolResult
 from octos_tools.typed import ToolArgs, TypedTool
 
 pytestmark = pytest.mark.anyio

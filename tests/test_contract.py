@@ -14,7 +14,7 @@ from octos_tools.contract import CONTRACT_ID, FEATURE, P0_TOOLS, build_contract
 from octos_tools.policy import ToolPolicy
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 

@@ -37,7 +37,7 @@ def test_package_root_is_lazy_and_json_schema_waits_for_a_json_schema_tool() -> 
         "import sys, octos_tools\n"
         "assert 'pydantic' not in sys.modules and 'octos_tools.registry' not in sys.modules\n"
         "from octos_tools import ToolRegistry, tool\n"
-        "import octos_tools.tool\n"
+        "import octos_tools.tool_types\n"
         "assert callable(octos_tools.tool) and octos_tools.tool is tool\n"
         "import octos_tools.session, octos_tools.builtins, octos_tools.profile\n"
         "assert 'jsonschema' not in sys.modules, 'jsonschema imported eagerly'\n"
@@ -50,3 +50,13 @@ def test_package_root_is_lazy_and_json_schema_waits_for_a_json_schema_tool() -> 
         "assert 'jsonschema' not in sys.modules, 'a typed call imported jsonschema'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_no_submodule_is_named_like_an_export() -> None:
+    """Importing ``octos_tools.<name>`` binds the submodule over the package attribute: an
+    export and a submodule of one name would make ``octos_tools.tool`` a module or a function
+    depending on what was imported first."""
+    import pkgutil
+
+    submodules = {m.name for m in pkgutil.iter_modules(octos_tools.__path__)}
+    assert not submodules & set(octos_tools.__all__)

@@ -11,7 +11,7 @@ from octos_tools.execution import ToolCall, execute_batch
 from octos_tools.formats import anthropic, openai
 from octos_tools.function_tool import tool
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 
 @tool
@@ -131,7 +131,7 @@ def test_anthropic_edge_cases() -> None:
 
 def test_spec_shapes_live_in_formats_and_the_spec_delegates() -> None:
     from octos_tools.formats import mcp as mcp_format
-    from octos_tools.tool import ToolSpec
+    from octos_tools.tool_types import ToolSpec
 
     spec = ToolSpec("grep", "Search.", {"type": "object", "properties": {}}, read_only=True)
     assert spec.to_openai() == openai.spec_to_openai(spec)

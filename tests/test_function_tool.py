@@ -12,7 +12,7 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.function_tool import FunctionTool, parse_docstring, tool
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ConcurrencyClass
+from octos_tools.tool_types import ConcurrencyClass
 
 
 @tool

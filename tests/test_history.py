@@ -16,7 +16,7 @@ from octos_tools.builtins import register_builtins
 from octos_tools.config import Config
 from octos_tools.history import history_for
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,7 @@ from octos_tools.config import Config
 from octos_tools.history import HistoryStore, _watch, history_for
 from octos_tools.history import _settings as history_settings
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

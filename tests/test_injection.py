@@ -12,7 +12,7 @@ from octos_tools._injection import filter_text, scan
 from octos_tools.config import Config, ConfigError
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, Tool, ToolResult
 
 ATTACK = (
     "Welcome to the docs.\n"

@@ -24,13 +24,15 @@ from mcp import Client, StdioServerParameters
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.profile import build_registry
+from octos_tools.workspace import Workspace
 from tests.mcp.http_serve import start_http, transport
 
 BLOCKING_PLUGIN = '''
 import asyncio
+import threading
 import time
 
-from octos_tools import ToolContext, tool
+from octos_tools import Tool, ToolContext, ToolResult, tool
 
 
 @tool(timeout=1)
@@ -63,10 +65,26 @@ async def quick(ctx: ToolContext) -> str:
     return "quick"
 
 
+class Where(Tool):
+    """A cwd-bound plugin tool: which thread runs it, on which workspace."""
+
+    name = "where"
+    description = "Name the thread and the workspace."
+    cwd_bound = True
+
+    def __init__(self, workspace):
+        self.workspace = workspace
+
+    async def execute(self, args):
+        main = threading.current_thread() is threading.main_thread()
+        return ToolResult.ok(f"{'main' if main else 'worker'} {self.workspace.root}")
+
+
 def register(registry, workspace, config):
     registry.register(stall)
     registry.register(stall_sync)
     registry.register(quick)
+    registry.register(Where(workspace))
 '''
 
 
@@ -180,6 +198,23 @@ async def test_plugin_calls_reach_the_main_loop_for_progress(tmp_path: Path, sit
     assert result.success and result.output == "quick"
     assert seen == [(1, 1, "done")]
     assert loop_thread == [threading.current_thread()]  # called back on the main loop
+
+
+@pytest.mark.anyio
+async def test_a_rebound_plugin_tool_still_runs_off_the_loop(tmp_path: Path, site: Path) -> None:
+    """``rebind_cwd`` rebuilds a cwd-bound plugin tool for the new workspace: the copy runs
+    in a worker thread as the original does, and on the new workspace."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    registry = build_registry(Config(plugins=["blocking"]), first)
+    rebound = registry.rebind_cwd(Workspace(second))
+    assert rebound.get("where") is not registry.get("where")
+    async with registry, rebound:
+        before = await registry.execute("where", {})
+        after = await rebound.execute("where", {})
+    assert before.output == f"worker {first.resolve()}"
+    assert after.output == f"worker {second.resolve()}"
 
 
 @pytest.mark.anyio

@@ -15,7 +15,7 @@ from octos_tools.function_tool import tool as tool_fn
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.policy import ToolPolicy
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, Tool, ToolResult
 
 from .helpers import EchoTool, tools
 

@@ -12,7 +12,7 @@ from octos_tools.execution import ToolCall
 from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 from .helpers import EchoTool
 

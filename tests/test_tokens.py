@@ -16,7 +16,7 @@ from octos_tools.tokens import (
     spec_payload,
     token_counter,
 )
-from octos_tools.tool import ToolSpec
+from octos_tools.tool_types import ToolSpec
 
 SPECS = [
     ToolSpec(

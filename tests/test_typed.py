@@ -16,7 +16,7 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ArgumentError, ErrorKind
 from octos_tools.function_tool import tool
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.typed import ToolArgs, TypedTool, json_schema_of, validate_arguments_of
 
 

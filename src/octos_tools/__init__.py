@@ -8,8 +8,6 @@ loads nothing else.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
 from ._version import __version__
 
@@ -34,7 +32,7 @@ if TYPE_CHECKING:
     from .registry import CatalogEntry, ToolRegistry
     from .session import ToolSession
     from .tasks import TaskRecord, TaskStatus, TaskSupervisor
-    from .tool import ConcurrencyClass, TokenUsage, Tool, ToolCall, ToolResult, ToolSpec
+    from .tool_types import ConcurrencyClass, TokenUsage, Tool, ToolCall, ToolResult, ToolSpec
 
 _EXPORTS: dict[str, str] = {
     "MAX_ARGS_SIZE": "arguments",
@@ -65,12 +63,12 @@ _EXPORTS: dict[str, str] = {
     "TaskRecord": "tasks",
     "TaskStatus": "tasks",
     "TaskSupervisor": "tasks",
-    "ConcurrencyClass": "tool",
-    "TokenUsage": "tool",
-    "Tool": "tool",
-    "ToolCall": "tool",
-    "ToolResult": "tool",
-    "ToolSpec": "tool",
+    "ConcurrencyClass": "tool_types",
+    "TokenUsage": "tool_types",
+    "Tool": "tool_types",
+    "ToolCall": "tool_types",
+    "ToolResult": "tool_types",
+    "ToolSpec": "tool_types",
 }
 
 __all__ = [
@@ -124,17 +122,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return list(__all__)
-
-
-class _Package(types.ModuleType):
-    """The package module: ``octos_tools.tool`` stays the ``@tool`` decorator when the
-    submodule :mod:`octos_tools.tool` is imported (the import system would otherwise
-    bind the submodule over it; the submodule stays in ``sys.modules``)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "tool" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -30,7 +30,7 @@ from functools import lru_cache
 from inspect import CO_COROUTINE
 from typing import TYPE_CHECKING, Any
 
-from .tool import Tool
+from .tool_types import Tool
 from .typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:

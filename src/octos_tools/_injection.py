@@ -1,7 +1,7 @@
 """The prompt-injection phrase filter of untrusted tool results (octos's prompt guard).
 
 Results of tools whose content comes from outside (``web_fetch``, ``web_search``,
-``browser``, mounted MCP servers: :attr:`~octos_tools.tool.Tool.content_trust`
+``browser``, mounted MCP servers: :attr:`~octos_tools.tool_types.Tool.content_trust`
 ``"untrusted"``) are scanned for the phrases octos blocks at medium and high severity
 (``crates/octos-agent/src/prompt_guard.rs``, https://github.com/octos-org/octos): an
 instruction override ("ignore all previous instructions"), a fake new instruction set, a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tool import JSONObject
+from .tool_types import JSONObject
 
 __all__ = ["lean_schema"]
 

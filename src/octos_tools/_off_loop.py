@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import functools
 import threading
+import types
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -142,12 +143,21 @@ def wrap_off_loop(tool: object) -> None:
     ``run``: what the call pipeline awaits) run off the main loop (module docstring).
 
     The tool object is kept (identity, type and attributes unchanged): the two methods are
-    replaced on the instance. Wrapping twice is a no-op.
+    replaced on the instance. Wrapping twice is a no-op. A copy of a wrapped tool
+    (``copy.copy`` in :meth:`~octos_tools.tool_types.Tool.with_workspace`, for
+    :meth:`~octos_tools.registry.ToolRegistry.rebind_cwd`) carries the original's wrappers,
+    which call the original's methods: wrapping the copy binds them to the copy.
     """
     for name in ("execute_with_context", "run"):
         method = getattr(tool, name, None)
-        if method is None or getattr(method, _WRAPPED, False):
+        if method is None:
             continue
+        if getattr(method, _WRAPPED, False):
+            inner = getattr(method, "__wrapped__", None)
+            owner = getattr(inner, "__self__", tool)
+            if owner is tool or inner is None:
+                continue  # wrapped already, for this object
+            method = types.MethodType(inner.__func__, tool)  # a copy's stale wrapper
         try:
             setattr(tool, name, _wrap(method))
         except (AttributeError, TypeError):  # __slots__ or a read-only attribute

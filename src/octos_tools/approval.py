@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from .context import ToolContext
-    from .tool import Tool
+    from .tool_types import Tool
 
 __all__ = [
     "APPROVAL_POLICIES",

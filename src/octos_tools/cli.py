@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .registry import ToolRegistry
     from .tokens import TokenReport
-    from .tool import ToolResult, ToolSpec
+    from .tool_types import ToolResult, ToolSpec
 
 __all__ = ["app", "main"]
 

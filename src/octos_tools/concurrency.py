@@ -1,6 +1,6 @@
 """The Safe / Exclusive rule, in one place (octos ``crates/octos-agent/src/agent/execution.rs``).
 
-Each tool declares a :class:`~octos_tools.tool.ConcurrencyClass`. Within one session:
+Each tool declares a :class:`~octos_tools.tool_types.ConcurrencyClass`. Within one session:
 
 * a **Safe** call (reads, searches) holds the session's :class:`ReadWriteLock` shared:
   Safe calls run together;
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 
 import anyio
 
-from .tool import ConcurrencyClass
+from .tool_types import ConcurrencyClass
 
 __all__ = [
     "ReadWriteLock",

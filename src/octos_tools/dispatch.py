@@ -23,7 +23,7 @@ import anyio
 
 from .context import ToolContext, reset_current_context, set_current_context
 from .errors import ErrorKind, ToolError
-from .tool import Tool, ToolResult
+from .tool_types import Tool, ToolResult
 
 __all__ = ["dispatch", "failure_of", "not_a_result", "timeout_of"]
 

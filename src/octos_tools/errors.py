@@ -2,7 +2,7 @@
 
 Two outcomes, two channels (octos ``tools/mod.rs``: ``ToolInputError`` vs a failed result):
 
-* A failure the *model* can act on is a :class:`~octos_tools.tool.ToolResult` with
+* A failure the *model* can act on is a :class:`~octos_tools.tool_types.ToolResult` with
   ``success=False`` and ``structured_metadata["error"] = {"kind", "message"}``.
   Inside a tool the easiest way to produce one is to ``raise ToolError(kind, message)``:
   the registry turns it into that result.

@@ -21,7 +21,7 @@ from .concurrency import acquire, batch_is_serial, release
 from .context import ToolContext
 from .errors import ErrorKind
 from .output import cap_output, redact_secrets
-from .tool import ConcurrencyClass, ToolCall, ToolResult
+from .tool_types import ConcurrencyClass, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from .registry import ToolRegistry
@@ -120,7 +120,7 @@ async def execute_batch(
             the session's context, or a fresh one for a registry).
 
     Returns:
-        One :class:`~octos_tools.tool.ToolResult` per call, in call order.
+        One :class:`~octos_tools.tool_types.ToolResult` per call, in call order.
     """
     from .pipeline import run_call
     from .session import ToolSession

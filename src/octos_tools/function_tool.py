@@ -41,7 +41,7 @@ from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
 from .context import ToolContext
-from .tool import ConcurrencyClass, JSONObject, ToolResult, ok_result
+from .tool_types import ConcurrencyClass, JSONObject, ToolResult, ok_result
 from .typed import ToolArgs, TypedTool
 
 __all__ = ["FunctionTool", "tool"]

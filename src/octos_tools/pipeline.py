@@ -59,7 +59,7 @@ from .function_tool import to_result
 from .history import around_call
 from .output import cap_output, redact_secrets, redact_value
 from .tasks import SPAWN_ONLY_READ_MODES
-from .tool import ConcurrencyClass, Tool, ToolResult, ok_result
+from .tool_types import ConcurrencyClass, Tool, ToolResult, ok_result
 from .typed import typed_model
 
 if TYPE_CHECKING:
@@ -342,7 +342,7 @@ def post_process(registry: ToolRegistry, tool: Tool | None, result: ToolResult) 
     """Step 9: cap the output at the tool's (else the registry's) byte limit, head and
     tail kept; redact credentials from the output and the metadata when the registry
     redacts; filter prompt-injection phrases from untrusted content
-    (:attr:`~octos_tools.tool.Tool.content_trust`, :func:`_filter_injection`). Returns
+    (:attr:`~octos_tools.tool_types.Tool.content_trust`, :func:`_filter_injection`). Returns
     ``result`` itself when nothing changed."""
     output = result.output
     limit = (tool.max_output_bytes if tool is not None else None) or registry.max_output_bytes

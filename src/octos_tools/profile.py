@@ -27,7 +27,7 @@ from .config import Config, default_config
 from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
-from .tool import ConcurrencyClass, Tool
+from .tool_types import ConcurrencyClass, Tool
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from .hooks import HooksOwner
 from .lifecycle import ToolLifecycle
 from .pipeline import run_call
 from .policy import PolicyDecision
-from .tool import Tool, ToolResult, ToolSpec
+from .tool_types import Tool, ToolResult, ToolSpec
 from .view import ToolView
 
 if TYPE_CHECKING:
@@ -348,7 +348,7 @@ class ToolSession(HooksOwner):
         from the registry.
 
         Every tool of the registry gets :meth:`Tool.session_closed
-        <octos_tools.tool.Tool.session_closed>` with this session (command sessions and
+        <octos_tools.tool_types.Tool.session_closed>` with this session (command sessions and
         browsers the session's calls started are closed there). The shared registry's
         tools themselves (and their processes, connections, background tasks of other
         sessions) are closed only when the session owns the registry

@@ -38,7 +38,7 @@ from .errors import ErrorKind, ToolError
 from .hooks import Hook, HookError, HookInput, HookOutput
 from .output import redact_secrets
 from .pipeline import RawArguments, admit, execute, post_process
-from .tool import Tool, ToolResult
+from .tool_types import Tool, ToolResult
 
 if TYPE_CHECKING:
     from .audit import AuditLog

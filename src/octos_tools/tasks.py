@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from .tool import ToolResult
+from .tool_types import ToolResult
 
 __all__ = ["SPAWN_ONLY_READ_MODES", "TaskRecord", "TaskStatus", "TaskSupervisor"]
 
@@ -52,7 +52,7 @@ class TaskRecord:
         status: the :class:`TaskStatus`.
         created_at / finished_at: Unix times in seconds.
         args: the arguments it was started with.
-        result: the final :class:`~octos_tools.tool.ToolResult`, when finished.
+        result: the final :class:`~octos_tools.tool_types.ToolResult`, when finished.
         error: a text for an exception that ended it, if any.
         output_path: the task's append-only output log (UTF-8).
         output_files: workspace-relative files the task declared as its outputs.

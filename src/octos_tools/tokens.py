@@ -3,7 +3,7 @@
 A host declares each tool to the model as ``{"name", "description", "parameters"}`` (the
 OpenAI function shape; Anthropic's ``input_schema`` holds the same schema and MCP's
 ``inputSchema`` too), serialised as compact JSON. :func:`spec_json` builds that text for one
-:class:`~octos_tools.tool.ToolSpec` and :func:`request_json` for a whole ``tools`` list.
+:class:`~octos_tools.tool_types.ToolSpec` and :func:`request_json` for a whole ``tools`` list.
 
 Counts are exact when the ``tokens`` extra is installed (``pip install
 'octos-tools[tokens]'``): `bpe-openai <https://pypi.org/project/bpe-openai/>`_ ships the
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .tool import ToolSpec
+    from .tool_types import ToolSpec
 
 __all__ = [
     "DEFAULT_ENCODING",

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .tool import ToolResult
+    from .tool_types import ToolResult
 
 __all__ = ["CAPTURE_ENV", "MAX_CONTENT_CHARS", "Tracing", "trace_env", "tracing_available"]
 

@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict
 from ._lean_schema import lean_schema
 from .arguments import format_validation_error, validate_arguments_of, validate_json_arguments
 from .context import ToolContext, current_context
-from .tool import JSONObject, Tool, ToolResult
+from .tool_types import JSONObject, Tool, ToolResult
 
 __all__ = [
     "ToolArgs",

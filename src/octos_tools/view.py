@@ -24,7 +24,7 @@ from .concurrency import ReadWriteLock
 from .hooks import HookSet
 from .lifecycle import ToolLifecycle
 from .registry import CatalogEntry, ToolRegistry
-from .tool import ToolSpec
+from .tool_types import ToolSpec
 
 if TYPE_CHECKING:
     from ._call_plan import CallPlan
@@ -48,7 +48,7 @@ class ToolView:
     Args:
         registry: the shared registry.
         lifecycle: this view's LRU state (settings and counters).
-        owner: what :meth:`~octos_tools.tool.Tool.spec_for` receives when specs are built
+        owner: what :meth:`~octos_tools.tool_types.Tool.spec_for` receives when specs are built
             (the :class:`~octos_tools.session.ToolSession`); its ``ctx`` is the base
             context :meth:`unavailable_reason` asks a tool with.
 

@@ -24,7 +24,7 @@ def test_package_imports_without_frameworks() -> None:
     proc = _run(
         f"import sys; sys.modules.update({{{blocked}}})\n"
         "import octos_tools, octos_tools.adapters\n"
-        "import octos_tools.adapters._session\n"
+        "import octos_tools.adapters._shared\n"
         "print('ok')"
     )
     assert proc.returncode == 0, proc.stderr
@@ -55,9 +55,9 @@ def test_octos_tools_does_not_import_frameworks() -> None:
 
 
 def test_failure_text_always_names_the_kind() -> None:
-    from octos_tools.adapters._session import failure_text
+    from octos_tools.adapters._shared import failure_text
     from octos_tools.errors import ErrorKind
-    from octos_tools.tool import ToolResult
+    from octos_tools.tool_types import ToolResult
 
     plain = ToolResult.failure(ErrorKind.NOT_FOUND, "no such file")
     assert failure_text(plain) == "Error [not_found]: no such file"

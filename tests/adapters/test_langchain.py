@@ -18,7 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from octos_tools.adapters.langchain import OctosLangChainTools, OctosTool
 from octos_tools.session import ToolSession
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 from .conftest import EDITED, SCRIPT, expected_outcome
 
@@ -122,7 +122,7 @@ async def test_tools_carry_our_schemas_unvalidated(session: ToolSession) -> None
 
 
 async def test_tool_call_id_reaches_the_session(session: ToolSession) -> None:
-    from octos_tools.tool import JSONObject, Tool
+    from octos_tools.tool_types import JSONObject, Tool
 
     seen: list[str] = []
 
@@ -146,7 +146,7 @@ async def test_tool_call_id_reaches_the_session(session: ToolSession) -> None:
 
 
 async def test_images_become_content_blocks(session: ToolSession) -> None:
-    from octos_tools.tool import ImageContent, JSONObject, Tool
+    from octos_tools.tool_types import ImageContent, JSONObject, Tool
 
     class Picture(Tool):
         name = "picture"

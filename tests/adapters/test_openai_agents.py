@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from octos_tools.adapters._session import deferred_names
+from octos_tools.adapters._shared import deferred_names
 from octos_tools.session import ToolSession
 
 from .conftest import EDITED, SCRIPT, expected_outcome
@@ -157,7 +157,7 @@ async def test_images_are_returned_as_tool_output_images(session: ToolSession) -
     from agents.tool_context import ToolContext
 
     from octos_tools.adapters.openai_agents import OctosAgentTools
-    from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+    from octos_tools.tool_types import ImageContent, JSONObject, Tool, ToolResult
 
     class Picture(Tool):
         name = "picture"

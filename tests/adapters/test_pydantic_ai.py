@@ -26,7 +26,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from octos_tools.adapters.pydantic_ai import OctosToolset
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
-from octos_tools.tool import ImageContent, JSONObject, Tool, ToolResult
+from octos_tools.tool_types import ImageContent, JSONObject, Tool, ToolResult
 
 from .conftest import EDITED, SCRIPT, expected_outcome
 

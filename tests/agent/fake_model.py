@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from octos_tools.agent import AnthropicProvider, OpenAIChatProvider
-from octos_tools.agent._http import HTTPProvider
+from octos_tools.agent._http_client import HTTPProvider
 
 
 @dataclass

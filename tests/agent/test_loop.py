@@ -19,7 +19,7 @@ from octos_tools.agent import (
 from octos_tools.policy import GROUPS
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ConcurrencyClass, JSONObject, Tool, ToolResult
+from octos_tools.tool_types import ConcurrencyClass, JSONObject, Tool, ToolResult
 
 from .fake_model import DIALECTS, Dialect, FakeModelServer, Reply, fake_model_server
 

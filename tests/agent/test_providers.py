@@ -24,7 +24,7 @@ from octos_tools.agent import (
     parse_retry_after,
 )
 from octos_tools.profile import build_registry
-from octos_tools.tool import ToolResult, ToolSpec
+from octos_tools.tool_types import ToolResult, ToolSpec
 
 from .fake_model import (
     DIALECTS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from octos_tools.agent import Agent
 from octos_tools.builtins.agents import bind_spawn_delegate, has_spawn_delegate
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, TokenUsage, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, TokenUsage, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 from .fake_model import FakeModelServer, OpenAIDialect, Reply, fake_model_server
@@ -95,6 +95,14 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+async def registry(workspace: Path) -> AsyncIterator[ToolRegistry]:
+    """The built-in tools over ``workspace``, closed after the test."""
+    built = build_registry(workspace=str(workspace))
+    yield built
+    await built.aclose()
+
+
 class Settle(Tool):
     """``settle``: waits until every sub-agent of ``agent`` has finished (so the next model
     request is made after the background child is done, deterministically)."""
@@ -128,7 +136,7 @@ async def run_parent(
 
 @pytest.mark.anyio
 async def test_sync_child_reads_a_file_and_its_text_and_usage_reach_the_parent(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(PARENT, call("spawn_agent", {"message": "count notes", "mode": "sync"}), text("ok"))
     talk.add(
@@ -136,7 +144,6 @@ async def test_sync_child_reads_a_file_and_its_text_and_usage_reach_the_parent(
         call("read_file", {"path": "notes.txt"}, "k1"),
         text("notes.txt has 2 lines", usage=(100, 7)),
     )
-    registry = build_registry(workspace=str(workspace))
     agent, result = await run_parent(server, registry)
 
     assert result.text == "ok"
@@ -160,12 +167,11 @@ async def test_sync_child_reads_a_file_and_its_text_and_usage_reach_the_parent(
     assert log.success, log.output
     assert "→ read_file" in log.output and "← read_file: ok" in log.output
     assert "notes.txt has 2 lines" in log.output
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_background_child_is_announced_in_the_parents_next_turn(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(
         PARENT,
@@ -174,7 +180,6 @@ async def test_background_child_is_announced_in_the_parents_next_turn(
         text("thanks"),
     )
     talk.add("look around", text("found 1 file", usage=(50, 3)))
-    registry = build_registry(workspace=str(workspace))
     registry.register(Settle())
     agent, result = await run_parent(server, registry)
 
@@ -193,30 +198,27 @@ async def test_background_child_is_announced_in_the_parents_next_turn(
         agent.provider = provider
         await agent.run("and now?")
     assert json.dumps(talk.bodies[PARENT][-1]["messages"]).count(note) == 1
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_a_child_the_model_waited_for_is_not_announced(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     def wait_for_it(body: dict[str, Any]) -> dict[str, Any]:
         return call("wait_agent", {"ids": [tool_json(body)["agent_id"]], "timeout_ms": 5000}, "c2")
 
     talk.add(PARENT, call("spawn_agent", {"message": "quick"}), wait_for_it, text("done"))
     talk.add("quick", text("quick answer"))
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry)
     waited = json.loads(result.tool_results[1].result.output)
     assert waited["agents"][0]["output"] == "quick answer" and waited["timed_out"] is False
     last = talk.bodies[PARENT][-1]
     assert not any("[sub-agent finished]" in json.dumps(m) for m in last["messages"])
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_a_failed_child_is_a_typed_failure_with_its_output_tail(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(PARENT, call("spawn_agent", {"message": "break", "mode": "sync"}), text("noted"))
     talk.add(
@@ -224,7 +226,6 @@ async def test_a_failed_child_is_a_typed_failure_with_its_output_tail(
         call("read_file", {"path": "missing.txt"}, "k1"),
         Reply({"error": {"message": "model overloaded"}}, status=400),
     )
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry)
     failed = result.tool_results[0].result
     assert not failed.success and failed.error_kind is not None
@@ -237,12 +238,11 @@ async def test_a_failed_child_is_a_typed_failure_with_its_output_tail(
     assert tool_text(talk.bodies[PARENT][1]).startswith("{") and "http_error" in tool_text(
         talk.bodies[PARENT][1]
     )
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_a_child_over_its_time_is_stopped_with_timeout(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(PARENT, call("spawn_agent", {"message": "dawdle", "mode": "sync"}), text("late"))
     talk.add(
@@ -250,19 +250,17 @@ async def test_a_child_over_its_time_is_stopped_with_timeout(
         call("list_dir", {"path": "."}, "k1"),
         Reply(text("too late"), delay=3.0),
     )
-    registry = build_registry(workspace=str(workspace))
     with anyio.fail_after(20):
         _, result = await run_parent(server, registry, sub_agent_timeout=1.0)
     failed = result.tool_results[0].result
     assert failed.error_kind is not None and failed.error_kind.value == "timeout"
     status = json.loads(failed.output)
     assert "→ list_dir" in status["output_tail"] and "[failed] timeout" in status["output_tail"]
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_close_agent_cancels_a_running_child_and_wait_reports_it(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     def close_it(body: dict[str, Any]) -> dict[str, Any]:
         return call("close_agent", {"id": tool_json(body)["agent_id"]}, "c2")
@@ -272,7 +270,6 @@ async def test_close_agent_cancels_a_running_child_and_wait_reports_it(
 
     talk.add(PARENT, call("spawn_agent", {"message": "slow"}), close_it, wait_it, text("ok"))
     talk.add("slow", Reply(text("never seen"), delay=3.0))
-    registry = build_registry(workspace=str(workspace))
     with anyio.fail_after(20):
         _, result = await run_parent(server, registry)
     closed = json.loads(result.tool_results[1].result.output)
@@ -281,7 +278,6 @@ async def test_close_agent_cancels_a_running_child_and_wait_reports_it(
     assert waited["status"] == "cancelled" and waited["error_kind"] == "cancelled"
     assert "[sub-agent depth 1] slow" in waited["output_tail"]
     assert "[cancelled]" in waited["output_tail"]
-    await registry.aclose()
 
 
 @pytest.mark.anyio
@@ -321,23 +317,21 @@ async def test_after_rebind_a_childs_output_is_readable(
 
 @pytest.mark.anyio
 async def test_depth_beyond_the_limit_is_policy_denied(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(PARENT, call("spawn_agent", {"message": "nest", "mode": "sync"}), text("ok"))
     talk.add(
         "nest", call("spawn_agent", {"message": "deeper", "mode": "sync"}, "k1"), text("refused")
     )
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry)
     assert json.loads(result.tool_results[0].result.output)["output"] == "refused"
     assert "Error [policy_denied]" in tool_text(talk.bodies["nest"][1])
     assert "deeper" not in talk.bodies  # no grandchild ever ran
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_max_depth_two_runs_a_grandchild_and_sums_every_level(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(PARENT, call("spawn_agent", {"message": "nest", "mode": "sync"}), text("ok"))
     talk.add(
@@ -350,19 +344,17 @@ async def test_max_depth_two_runs_a_grandchild_and_sums_every_level(
         call("spawn_agent", {"message": "deepest", "mode": "sync"}, "g1"),
         text("grandchild done", usage=(30, 3)),
     )
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry, max_depth=2)
     assert json.loads(result.tool_results[0].result.output)["output"] == "child done"
     assert "spawn_agent" not in tools_of(talk.bodies["deeper"][0])
     assert "Error [policy_denied]" in tool_text(talk.bodies["deeper"][1])
     # child: 10+5 then 20+2; grandchild: 10+5 then 30+3
     assert result.tool_usage == TokenUsage(70, 15)
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_a_served_model_is_used_and_another_is_refused_with_the_served_ones(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     talk.add(
         PARENT,
@@ -371,7 +363,6 @@ async def test_a_served_model_is_used_and_another_is_refused_with_the_served_one
         text("ok"),
     )
     talk.add("small", text("mini here"))
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry)
     assert talk.bodies["small"][0]["model"] == "fake-mini"
     assert all(b["model"] == "fake-gpt" for b in talk.bodies[PARENT])
@@ -379,12 +370,11 @@ async def test_a_served_model_is_used_and_another_is_refused_with_the_served_one
     assert refused.error_kind is not None and refused.error_kind.value == "invalid_arguments"
     assert "'gpt-9' is not served" in refused.output and "fake-gpt, fake-mini" in refused.output
     assert "big" not in talk.bodies
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_allowed_tools_is_an_allow_list_and_unknown_names_are_refused(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, workspace: Path, registry: ToolRegistry
 ) -> None:
     talk.add(
         PARENT,
@@ -393,19 +383,17 @@ async def test_allowed_tools_is_an_allow_list_and_unknown_names_are_refused(
         text("ok"),
     )
     talk.add("narrow", call("write_file", {"path": "a.txt", "content": "x"}, "k1"), text("no"))
-    registry = build_registry(workspace=str(workspace))
     _, result = await run_parent(server, registry)
     assert tools_of(talk.bodies["narrow"][0]) == ["read_file"]
     assert "Error [policy_denied]" in tool_text(talk.bodies["narrow"][1])
     assert not (workspace / "a.txt").exists()
     refused = result.tool_results[1].result
     assert refused.error_kind is not None and "no_such_tool" in refused.output
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_send_input_reaches_a_running_child_and_resume_continues_it(
-    server: FakeModelServer, talk: Conversations, workspace: Path
+    server: FakeModelServer, talk: Conversations, registry: ToolRegistry
 ) -> None:
     def send(body: dict[str, Any]) -> dict[str, Any]:
         agent_id = tool_json(body)["agent_id"]
@@ -427,7 +415,6 @@ async def test_send_input_reaches_a_running_child_and_resume_continues_it(
     talk.add(PARENT, call("spawn_agent", {"message": "greet"}), send, wait, resend, resume)
     talk.scripts[PARENT].extend([wait_resumed, text("ok")])
     talk.add("greet", Reply(text("hello"), delay=1.0), text("hi"), text("bye"))
-    registry = build_registry(workspace=str(workspace))
     with anyio.fail_after(20):
         _, result = await run_parent(server, registry)
     sent = json.loads(result.tool_results[1].result.output)
@@ -443,14 +430,12 @@ async def test_send_input_reaches_a_running_child_and_resume_continues_it(
     # the resumed run continues the same conversation
     assert child[2]["messages"][-1] == {"role": "user", "content": "and bye"}
     assert {"role": "assistant", "content": "hi"} in child[2]["messages"]
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_a_host_delegate_wins_and_listings_can_tell_a_delegate_is_there(
-    server: FakeModelServer, workspace: Path
+    server: FakeModelServer, registry: ToolRegistry
 ) -> None:
-    registry = build_registry(workspace=str(workspace))
     assert not has_spawn_delegate(registry)
     async with OPENAI.provider(server.url) as provider:
         agent = Agent(registry, provider)
@@ -466,17 +451,15 @@ async def test_a_host_delegate_wins_and_listings_can_tell_a_delegate_is_there(
         assert bind_spawn_delegate(registry, Host())
         assert has_spawn_delegate(registry)
         assert Agent(registry, provider).spawn_delegate is None
-    await registry.aclose()
 
 
 @pytest.mark.anyio
 async def test_fork_context_hands_the_child_the_conversation_before_the_spawning_turn(
-    server: FakeModelServer, workspace: Path
+    server: FakeModelServer, registry: ToolRegistry
 ) -> None:
     from octos_tools.builtins.agents import SpawnRequest
     from octos_tools.context import ToolContext
 
-    registry = build_registry(workspace=str(workspace))
     async with OPENAI.provider(server.url) as provider:
         agent = Agent(registry, provider)
         assert agent.spawn_delegate is not None
@@ -497,4 +480,3 @@ async def test_fork_context_hands_the_child_the_conversation_before_the_spawning
         ]
         plain = await agent.spawn_delegate.prepare(SpawnRequest(task="t", label="l"), ToolContext())
         assert plain.history == ()
-    await registry.aclose()

@@ -12,7 +12,7 @@ from octos_tools.builtins.discovery import (
 )
 from octos_tools.context import ToolContext
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import JSONObject, ToolResult
+from octos_tools.tool_types import JSONObject, ToolResult
 from octos_tools.workspace import Workspace
 
 from ..helpers import EchoTool

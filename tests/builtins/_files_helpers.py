@@ -6,7 +6,7 @@ from typing import Any
 
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
-from octos_tools.tool import Tool, ToolResult
+from octos_tools.tool_types import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 

@@ -10,7 +10,7 @@ from octos_tools.builtins.patch import (
 )
 from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, ToolError
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 

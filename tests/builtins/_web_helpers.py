@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 # ------------------------------------------------------------------------- test server
 

@@ -16,7 +16,7 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind
 from octos_tools.registry import ToolRegistry
 from octos_tools.tasks import TaskRecord
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 
 class ShortDelegate:

@@ -16,7 +16,7 @@ from octos_tools.builtins.vcs import GitTool
 from octos_tools.config import ShellConfig
 from octos_tools.context import ToolContext, use_context
 from octos_tools.errors import ErrorKind, ToolError
-from octos_tools.tool import JSONObject, ToolResult
+from octos_tools.tool_types import JSONObject, ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -29,7 +29,7 @@ from octos_tools.config import Config, ImageConfig, WebConfig
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
 from octos_tools.profile import build_registry
-from octos_tools.tool import ImageContent, ToolResult
+from octos_tools.tool_types import ImageContent, ToolResult
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from octos_tools.builtins.search._hits import GrepQuery
 from octos_tools.builtins.search._rg import grep_rg
 from octos_tools.config import Config
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import pytest
 from octos_tools.builtins.workspace_contract import CheckWorkspaceContractTool
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

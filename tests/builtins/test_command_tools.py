@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,10 @@ from octos_tools.builtins.runtime import (
 from octos_tools.config import Config, ShellConfig
 from octos_tools.errors import ErrorKind
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import Tool, ToolResult
+from octos_tools.tool_types import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
+from ..helpers import CommandTools, command_tools
 from .tool_helpers import call, living, marker
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -53,6 +55,13 @@ async def gone(mark: str, within: float = 5.0) -> bool:
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     return Workspace(tmp_path)
+
+
+@pytest.fixture
+async def tools(ws: Workspace, cfg: ShellConfig) -> AsyncIterator[CommandTools]:
+    """``exec_command`` and ``write_stdin`` over one session table, closed after the test."""
+    async with command_tools(ws, config=cfg) as both:
+        yield both
 
 
 def test_secret_and_injection_names_are_scrubbed() -> None:
@@ -269,10 +278,8 @@ async def test_workdir_checks(ws: Workspace, cfg: ShellConfig) -> None:
 
 
 @pytest.mark.anyio
-async def test_cat_session_returns_only_new_output(ws: Workspace, cfg: ShellConfig) -> None:
-    sessions = SessionManager()
-    exec_tool = ExecCommandTool(ws, cfg, sessions)
-    stdin_tool = WriteStdinTool(sessions, cfg)
+async def test_cat_session_returns_only_new_output(tools: CommandTools) -> None:
+    exec_tool, stdin_tool = tools.exec_command, tools.write_stdin
     first = await call(exec_tool, {"cmd": "cat", "yield_time_ms": 100})
     meta = first.structured_metadata
     assert first.success and meta is not None and meta["running"] is True
@@ -291,16 +298,14 @@ async def test_cat_session_returns_only_new_output(ws: Workspace, cfg: ShellConf
             break
         tail = (await call(stdin_tool, {"session_id": sid, "yield_time_ms": 300})).output
     assert "END" in tail
-    await sessions.aclose()
+    await tools.sessions.aclose()
     unknown = await call(stdin_tool, {"session_id": sid})
     assert unknown.error_kind is ErrorKind.UNKNOWN_SESSION
 
 
 @pytest.mark.anyio
-async def test_python_repl_on_a_tty(ws: Workspace, cfg: ShellConfig) -> None:
-    sessions = SessionManager()
-    exec_tool = ExecCommandTool(ws, cfg, sessions)
-    stdin_tool = WriteStdinTool(sessions, cfg)
+async def test_python_repl_on_a_tty(tools: CommandTools) -> None:
+    exec_tool, stdin_tool = tools.exec_command, tools.write_stdin
     first = await call(exec_tool, {"cmd": f"{sys.executable} -i -q", "tty": True})
     assert first.structured_metadata is not None
     sid = first.structured_metadata["session_id"]
@@ -332,16 +337,13 @@ async def test_python_repl_on_a_tty(ws: Workspace, cfg: ShellConfig) -> None:
 
 
 @pytest.mark.anyio
-async def test_tty_read_line(ws: Workspace, cfg: ShellConfig) -> None:
-    sessions = SessionManager()
-    exec_tool = ExecCommandTool(ws, cfg, sessions)
-    stdin_tool = WriteStdinTool(sessions, cfg)
+async def test_tty_read_line(tools: CommandTools) -> None:
+    exec_tool, stdin_tool = tools.exec_command, tools.write_stdin
     first = await call(exec_tool, {"cmd": "read x; echo got:$x", "tty": True, "yield_time_ms": 200})
     assert first.structured_metadata is not None
     sid = first.structured_metadata["session_id"]
     r = await call(stdin_tool, {"session_id": sid, "chars": "octos\n", "yield_time_ms": 3000})
     assert "got:octos" in r.output
-    await sessions.aclose()
 
 
 @pytest.mark.anyio

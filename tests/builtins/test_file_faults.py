@@ -22,7 +22,7 @@ from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind, PathError, ToolError
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import Tool, ToolResult
+from octos_tools.tool_types import Tool, ToolResult
 from octos_tools.workspace import FileChange, Workspace, is_internal_temp_name
 
 pytestmark = pytest.mark.anyio
@@ -248,7 +248,7 @@ _FULL_DISK_CHILD = textwrap.dedent(
     from octos_tools.config import Config
     from octos_tools.context import ToolContext
     from octos_tools.errors import ToolError
-    from octos_tools.tool import ToolResult
+    from octos_tools.tool_types import ToolResult
     from octos_tools.workspace import Workspace
     with open(os.path.join(mnt, "keep.txt"), "w") as fh:
         fh.write("original\\n")

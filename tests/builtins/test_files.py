@@ -9,7 +9,7 @@ import pytest
 
 from octos_tools.builtins import files
 from octos_tools.config import Config
-from octos_tools.tool import ConcurrencyClass
+from octos_tools.tool_types import ConcurrencyClass
 from octos_tools.workspace import Workspace
 
 from ._files_helpers import call

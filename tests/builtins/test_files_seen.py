@@ -13,7 +13,7 @@ from octos_tools.builtins.files import _seen
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
-from octos_tools.tool import Tool, ToolResult
+from octos_tools.tool_types import Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from octos_tools.builtins.vcs import _git_tool as git_module
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = [

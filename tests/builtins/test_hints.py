@@ -22,7 +22,7 @@ from octos_tools.config import Config
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 pytestmark = pytest.mark.anyio
 

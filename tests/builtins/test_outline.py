@@ -15,7 +15,7 @@ from octos_tools.builtins.code_structure import _outline as code
 from octos_tools.config import Config
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +66,7 @@ REAL_FILES = [
     "src/octos_tools/builtins/vcs/_git_tool.py",
     "src/octos_tools/builtins/web/_web_fetch.py",
     "src/octos_tools/builtins/web/_guard.py",
-    "src/octos_tools/tool.py",
+    "src/octos_tools/tool_types.py",
     "src/octos_tools/errors.py",
     "src/octos_tools/config.py",
     "tests/builtins/test_outline.py",

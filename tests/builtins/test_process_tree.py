@@ -26,7 +26,7 @@ from octos_tools.config import Config, ShellConfig
 from octos_tools.errors import ErrorKind, ToolError
 from octos_tools.registry import ToolRegistry
 from octos_tools.session import ToolSession
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 from .tool_helpers import call, living, marker

@@ -11,7 +11,7 @@ import pytest
 
 from octos_tools.builtins import files
 from octos_tools.config import Config
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 from ._files_helpers import call

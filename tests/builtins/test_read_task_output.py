@@ -17,7 +17,7 @@ from octos_tools.context import ToolContext
 from octos_tools.errors import ErrorKind
 from octos_tools.registry import ToolRegistry
 from octos_tools.tasks import TaskRecord
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 from ._discovery_helpers import _call, _registry

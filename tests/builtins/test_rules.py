@@ -271,7 +271,7 @@ async def test_random_trees_walk_as_rg_walks(tmp_path: Path, seed: int) -> None:
     folder; grep's two engines agree."""
     import random
 
-    from octos_tools.builtins.search._rules import rg_ignore_lines, rules_above
+    from octos_tools.builtins.search._rules import rules_above
 
     rg = search.find_rg()
     assert rg is not None
@@ -281,7 +281,7 @@ async def test_random_trees_walk_as_rg_walks(tmp_path: Path, seed: int) -> None:
     starts = [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir())]
     for start in starts:
         cmd = [rg, "--files", "--no-config", *RG_WALK_ARGS]
-        lines = rg_ignore_lines(rules_above(ws, start)) if start != "." else []
+        lines = rules_above(ws, start).rg_ignore_lines() if start != "." else []
         if lines:
             ignore = tmp_path / "ignore"
             ignore.write_text("\n".join(lines) + "\n")

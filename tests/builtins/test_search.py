@@ -8,7 +8,7 @@ import pytest
 
 from octos_tools.builtins import search
 from octos_tools.config import Config
-from octos_tools.tool import ConcurrencyClass
+from octos_tools.tool_types import ConcurrencyClass
 from octos_tools.workspace import Workspace
 
 LINKED_ROOT = True  # the root fixture adds notes.txt and links out (conftest.py)

@@ -10,7 +10,7 @@ import pytest
 
 from octos_tools.builtins import search
 from octos_tools.config import Config
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 from .tool_helpers import call_in as call

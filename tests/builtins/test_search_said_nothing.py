@@ -16,7 +16,7 @@ from octos_tools.builtins.files import ReadFileTool
 from octos_tools.builtins.search import MAX_GREP_LINE_CHARS
 from octos_tools.builtins.search._globmatch import GlobMatcher, components, glob_patterns
 from octos_tools.config import Config
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 from .tool_helpers import call_in as run

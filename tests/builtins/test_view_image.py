@@ -19,7 +19,7 @@ from octos_tools.errors import ToolError
 from octos_tools.execution import ToolCall
 from octos_tools.formats import anthropic, openai
 from octos_tools.profile import build_registry
-from octos_tools.tool import ImageContent, ToolResult
+from octos_tools.tool_types import ImageContent, ToolResult
 from octos_tools.workspace import Workspace
 
 pytestmark = pytest.mark.anyio

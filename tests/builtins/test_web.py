@@ -11,7 +11,7 @@ import pytest
 
 from octos_tools.builtins import web
 from octos_tools.config import Config
-from octos_tools.tool import Tool
+from octos_tools.tool_types import Tool
 
 from ._web_helpers import Server, page
 

@@ -7,7 +7,7 @@ import uuid
 
 from octos_tools.context import ToolContext
 from octos_tools.errors import ToolError
-from octos_tools.tool import JSONObject, Tool, ToolResult
+from octos_tools.tool_types import JSONObject, Tool, ToolResult
 from octos_tools.workspace import Workspace
 
 

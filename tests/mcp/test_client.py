@@ -24,7 +24,7 @@ from octos_tools.mcp.client import mount_mcp_servers, mounted_tool_name
 from octos_tools.policy import GROUPS, ToolPolicy
 from octos_tools.profile import build_registry
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ConcurrencyClass
+from octos_tools.tool_types import ConcurrencyClass
 
 pytestmark = pytest.mark.timeout(120)
 

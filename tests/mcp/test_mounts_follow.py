@@ -24,7 +24,7 @@ from octos_tools.errors import ErrorKind
 from octos_tools.mcp.client import mount_mcp_servers
 from octos_tools.mcp.server import OctosMcpServer
 from octos_tools.profile import build_registry
-from octos_tools.tool import ImageContent
+from octos_tools.tool_types import ImageContent
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.anyio]
 

@@ -258,6 +258,8 @@ def test_invalid_id_error_names_what_the_id_was() -> None:
         ('{"jsonrpc":"2.0","id":[1],"method":"ping"}', "an array"),
         ('{"jsonrpc":"2.0","id":1.5,"method":"ping"}', "a number with a fraction"),
         ('{"jsonrpc":"2.0","id":true,"method":"ping"}', "a boolean"),
+        ('{"jsonrpc":"2.0","id":1e3,"method":"ping"}', "a number with a fraction"),
+        ('{"jsonrpc":"2.0","method":"ping","id" : 2.0}', "a number with a fraction"),
     ]:
         reply = invalid_id_error(raw)
         assert reply is not None and reply.id is None and reply.error.code == -32600
@@ -270,4 +272,71 @@ def test_invalid_id_error_names_what_the_id_was() -> None:
         is None
     )
     assert invalid_id_error('{"jsonrpc":"2.0","id":1,"method":"ping"}') is None
+    nested = '{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"id":{"a":null}}}'
+    assert invalid_id_error(nested) is None  # only the message's own id counts
+    assert invalid_id_error('{"jsonrpc":"2.0","id":-3 ,"method":"ping"}') is None
     assert invalid_id_error('{"jsonrpc":"2.0","id":null,"result":{}}') is None
+
+
+def _invalid_id_cancel(request_id: int, bad_id: object) -> dict[str, object]:
+    """A ``notifications/cancelled`` with an ``id`` member: a request whose id is invalid.
+    Were it taken for a notification, it would cancel the call ``request_id``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": bad_id,
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+
+
+SLOW_CALL = {"cmd": "sleep 1; echo finished-late"}
+
+
+@pytest.mark.parametrize("bad_id", [{"a": 1}, 1.5])
+def test_stdio_an_invalid_id_is_an_invalid_request_not_a_notification(
+    peer: StdioPeer, bad_id: object
+) -> None:
+    peer.initialize()
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "exec_command", "arguments": SLOW_CALL},
+        }
+    )
+    peer.send(_invalid_id_cancel(5, bad_id))
+    refused = peer.recv()
+    assert refused["id"] is None and refused["error"]["code"] == -32600, refused
+    answer = peer.recv_id(5, timeout=30)
+    assert "finished-late" in answer["result"]["content"][0]["text"], answer
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("bad_id", [{"a": 1}, 1.5])
+async def test_http_an_invalid_id_is_an_invalid_request_not_a_notification(
+    workspace: Path, bad_id: object
+) -> None:
+    """JSON-RPC 2.0 §5: a request with an invalid id is answered ``-32600`` with id ``null``;
+    the SDK never sees it (it would take it for a notification and cancel call 5)."""
+    async with _http_session(workspace, "rpc-errors-id-token-0123456789") as (http, url, headers):
+        call = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "exec_command", "arguments": SLOW_CALL},
+        }
+        answers: dict[str, httpx.Response] = {}
+
+        async def slow() -> None:
+            answers["call"] = await http.post(url, json=call, headers=headers)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.3)  # the command runs
+            refused = await http.post(url, json=_invalid_id_cancel(5, bad_id), headers=headers)
+        assert refused.status_code == 400, refused.text
+        (error,) = _messages_of(refused)
+        assert error["id"] is None and error["error"]["code"] == -32600, error  # type: ignore[index]
+        (result,) = _messages_of(answers["call"])
+        assert "finished-late" in str(result.get("result")), result

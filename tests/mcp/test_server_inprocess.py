@@ -17,7 +17,7 @@ from octos_tools.lifecycle import ToolLifecycle
 from octos_tools.mcp.results import META_KEY
 from octos_tools.mcp.server import OctosMcpServer, is_loopback, result_to_mcp
 from octos_tools.registry import ToolRegistry
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 
 pytestmark = pytest.mark.anyio
 
@@ -162,7 +162,7 @@ def test_result_conversion_and_hosts() -> None:
 
 def test_content_blocks_become_mcp_content_and_back() -> None:
     from octos_tools.mcp.results import block_from_mcp
-    from octos_tools.tool import AudioContent, ImageContent, ResourceContent
+    from octos_tools.tool_types import AudioContent, ImageContent, ResourceContent
 
     blocks = [
         ImageContent(b"\x89PNG...", "image/png"),
@@ -188,7 +188,7 @@ def test_content_blocks_become_mcp_content_and_back() -> None:
 
 
 async def test_structured_content_only_for_tools_with_an_output_schema() -> None:
-    from octos_tools.tool import Tool
+    from octos_tools.tool_types import Tool
 
     class Measure(Tool):
         name = "measure"

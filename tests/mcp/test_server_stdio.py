@@ -76,7 +76,7 @@ async def test_stdio_end_to_end(tmp_path: Path, workspace: Path) -> None:
         assert not (workspace / "x.txt").exists()
 
         # Read.
-        read = await client.call_tool("read_file", {"path": "src/octos_tools/tool.py"})
+        read = await client.call_tool("read_file", {"path": "src/octos_tools/tool_types.py"})
         assert not read.is_error, _text(read)
         assert "class ToolSpec" in _text(read)
         assert read.structured_content is None  # no outputSchema: no structuredContent

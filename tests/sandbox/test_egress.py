@@ -11,7 +11,13 @@ from octos_tools.config import Config, load_config
 from octos_tools.errors import ConfigError
 from octos_tools.sandbox import SandboxSettings, settings_from_config, wrap_command
 from octos_tools.sandbox._bridge import no_proxy
-from octos_tools.sandbox._egress import DEFAULT_PORTS, HostRules, parse_allowed_host
+from octos_tools.sandbox._egress import (
+    DEFAULT_PORTS,
+    HostRules,
+    canonical_host,
+    parse_allowed_host,
+    split_authority,
+)
 
 
 def test_entries_parse_to_host_ports_and_address_flag() -> None:
@@ -41,6 +47,9 @@ def test_entries_parse_to_host_ports_and_address_flag() -> None:
         "[::1]x",
         "has space.org",
         "1.2.3",
+        "[fe80::1%lo]",
+        "pyp%69.org",
+        "*.127.0.0.1",
     ],
 )
 def test_bad_entries_are_refused_with_the_entry_named(entry: str) -> None:
@@ -59,10 +68,73 @@ def test_matching_exact_wildcard_ports_and_address_spellings() -> None:
     assert not rules.allows("api.github.com", 80)
     assert not rules.allows("evilgithub.com", 443)
     assert rules.allows("127.0.0.1", 8000) and not rules.allows("127.0.0.1", 8001)
-    # another spelling of a listed address is not the listed address
-    assert not rules.allows("::ffff:127.0.0.1", 8000)
-    assert not rules.allows("2130706433", 8000)
+    # every spelling of a listed address is the listed address (canonical_host)
+    assert rules.allows("[::ffff:127.0.0.1]", 8000) and rules.allows("2130706433", 8000)
+    assert rules.allows("127.0.0.%31", 8000) and rules.allows("pyp%69.org", 80)
+    assert not rules.allows("127.0.0.2", 8000) and not rules.allows("[fe80::1%25lo]", 80)
     assert rules.addresses() == ["127.0.0.1"]  # names never open a private address
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("PyPI.Org.", "pypi.org"),
+        ("pyp%69.org", "pypi.org"),
+        ("127.0.0.1.", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("127.0.0.%31", "127.0.0.1"),
+        ("[::ffff:127.0.0.1]", "127.0.0.1"),
+        ("[::FFFF:7f00:1]", "127.0.0.1"),
+        ("[0:0::1]", "::1"),
+        ("0ad.de", "0ad.de"),  # a name that starts like a number
+        ("xn--bcher-kva.de", "xn--bcher-kva.de"),
+    ],
+)
+def test_canonical_host_undoes_every_spelling(written: str, canonical: str) -> None:
+    assert canonical_host(written) == canonical
+    assert canonical_host(canonical) == canonical  # idempotent
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "[fe80::1%25eth0]",  # an IPv6 zone id (RFC 6874)
+        "[fe80::1%eth0]",
+        "fe80::1%eth0",
+        "b%C3%BCcher.de",  # not ASCII once decoded: IDNA is the client's job
+        "bücher.de",
+        "a%2fb.org",
+        "a..b",
+        "1.2.3.4.5",
+        "127.0.0.1 x",
+        "[::1",
+        "",
+    ],
+)
+def test_canonical_host_refuses_what_no_host_is(written: str) -> None:
+    with pytest.raises(ValueError) as err:
+        canonical_host(written)
+    assert "\n" not in str(err.value)
+
+
+def test_split_authority_ports_and_userinfo() -> None:
+    assert split_authority("Example.COM.:08000", None) == ("example.com", 8000)
+    assert split_authority("example.com:", 80) == ("example.com", 80)
+    assert split_authority("[::1]:443", None) == ("::1", 443)
+    assert split_authority("example.com", 80) == ("example.com", 80)
+    for bad in ("user@h:1", "h:1@h:2", "h", "h:0", "h:65536", "h:+1", "h:\u0663", "[::1]x", ":80"):
+        with pytest.raises(ValueError):
+            split_authority(bad, None)
+
+
+def test_an_entry_names_an_address_in_its_standard_spelling() -> None:
+    for entry, shown in (("2130706433:8000", "127.0.0.1"), ("[::ffff:10.0.0.1]", "10.0.0.1")):
+        with pytest.raises(ValueError, match=f"write the address as {shown}"):
+            parse_allowed_host(entry)
+    assert parse_allowed_host("[0:0::1]:8000") == ("::1", (8000,), True)
+    assert parse_allowed_host("127.0.0.1.:8000") == ("127.0.0.1", (8000,), True)
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from octos_tools.builtins.runtime import ExecCommandTool, SessionManager, WriteS
 from octos_tools.config import ShellConfig
 from octos_tools.sandbox import SandboxMode, SandboxSettings, engine_status
 from octos_tools.sandbox._git_config import dangerous_entries, parse_config, safe_config_text
-from octos_tools.tool import ToolResult
+from octos_tools.tool_types import ToolResult
 from octos_tools.workspace import Workspace
 
 USABLE = {s.name for s in engine_status() if s.usable}

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from octos_tools.sandbox import SandboxMode, SandboxSettings, engine_status, wrap_command
+from octos_tools.sandbox import SandboxMode, SandboxSettings, engine_status
 from octos_tools.sandbox._landlock import PROC, PROC_READS, READ, split_reads
 from octos_tools.sandbox._probe import _processes_with_cmdline
+from tests.helpers import run_sandboxed
 
 pytestmark = pytest.mark.skipif(
     "landlock" not in {s.name for s in engine_status() if s.usable}, reason="no Landlock here"
@@ -20,20 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _run(argv: list[str], settings: SandboxSettings, cwd: Path) -> subprocess.CompletedProcess[str]:
-    spawn = wrap_command(argv, cwd, {"PATH": "/usr/bin:/bin"}, settings, cwd)
-    try:
-        return subprocess.run(
-            spawn.argv,
-            cwd=cwd,
-            env=spawn.env,
-            preexec_fn=spawn.preexec,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    finally:
-        spawn.close()
+    return run_sandboxed(argv, settings, cwd)
 
 
 def test_a_symlink_to_an_ancestor_does_not_open_a_credential_store(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from octos_tools.builtins.runtime import ExecCommandTool, SessionManager, WriteStdinTool
+from octos_tools.builtins.runtime import ExecCommandTool, SessionManager
 from octos_tools.config import Config, ShellConfig, load_config
 from octos_tools.errors import ConfigError, ToolError
 from octos_tools.profile import build_registry
@@ -28,6 +28,7 @@ from octos_tools.sandbox import (
 )
 from octos_tools.sandbox._probe import NOT_ENFORCED
 from octos_tools.workspace import Workspace
+from tests.helpers import command_tools, run_sandboxed
 
 USABLE = [s.name for s in engine_status() if s.usable]
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -119,18 +120,10 @@ def test_write_stdin_session_inherits_the_sandbox(tmp_path: Path) -> None:
     target = Path(tempfile.mkdtemp(dir="/var/tmp")) / "typed.txt"
 
     async def run() -> str:
-        sessions = SessionManager(4)
-        box = SandboxSettings(mode=SandboxMode.READ_ONLY)
-        exec_tool = ExecCommandTool(Workspace(ws), ShellConfig(), sessions, box)
-        stdin_tool = WriteStdinTool(sessions, ShellConfig())
-        started = await exec_tool.run(exec_tool.Args(cmd="sh", yield_time_ms=200), None)
-        sid = started.structured_metadata["session_id"]
-        typed = f"echo x > {target}; echo y > {ws}/w.txt; echo done-$((1+1))\n"
-        out = await stdin_tool.run(
-            stdin_tool.Args(session_id=sid, chars=typed, yield_time_ms=1500), None
-        )
-        await sessions.aclose()
-        return out.output
+        async with command_tools(ws, SandboxSettings(mode=SandboxMode.READ_ONLY)) as tools:
+            sid = await tools.start("sh", 200)
+            typed = f"echo x > {target}; echo y > {ws}/w.txt; echo done-$((1+1))\n"
+            return await tools.type(sid, typed, 1500)
 
     text = asyncio.run(run())
     assert "done-2" in text
@@ -344,21 +337,9 @@ def test_cli_and_database_tokens_are_unreadable(tmp_path: Path, engine: str, rel
     ws = tmp_path / "ws"
     ws.mkdir()
     box = SandboxSettings(mode=SandboxMode.WORKSPACE_WRITE, engine=engine, home=str(home))
-    spawn = wrap_command(["cat", str(secret)], ws, {"PATH": "/usr/bin:/bin"}, box, ws)
     try:
-        done = subprocess.run(
-            spawn.argv,
-            cwd=ws,
-            env=spawn.env,
-            preexec_fn=spawn.preexec,
-            pass_fds=spawn.pass_fds,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = run_sandboxed(["cat", str(secret)], box, ws)
     finally:
-        spawn.close()
         shutil.rmtree(home, ignore_errors=True)
     assert "TOKEN-XYZ" not in done.stdout
     assert done.returncode != 0 and "seccomp" not in done.stderr

@@ -43,7 +43,7 @@ import contextvars
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import (
+from ._shared import (
     approved_ctx,
     as_session,
     failure_text,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
-    from ..tool import ToolResult, ToolSpec
+    from ..tool_types import ToolResult, ToolSpec
 
 __all__ = ["OctosLangChainTools", "OctosTool"]
 
@@ -123,7 +123,7 @@ def _content(result: ToolResult) -> str | list[Any]:
         return result.output
     import base64
 
-    from ..tool import AudioContent, ImageContent
+    from ..tool_types import AudioContent, ImageContent
 
     blocks: list[Any] = [{"type": "text", "text": result.output}] if result.output else []
     for block in result.content:

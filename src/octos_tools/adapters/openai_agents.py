@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind, ToolError
-from ._session import (
+from ._shared import (
     activate,
     approved_ctx,
     as_session,
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
-    from ..tool import ToolResult, ToolSpec
+    from ..tool_types import ToolResult, ToolSpec
     from ..workspace import Workspace
 
 __all__ = ["OctosAgentTools", "ShellExecutor", "WorkspaceEditor"]
@@ -221,7 +221,7 @@ def _output(result: ToolResult) -> Any:
         return result.output
     from agents import ToolOutputImage, ToolOutputText
 
-    from ..tool import ImageContent
+    from ..tool_types import ImageContent
 
     items: list[Any] = [ToolOutputText(text=result.output)] if result.output else []
     for block in result.content:

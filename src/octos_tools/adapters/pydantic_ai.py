@@ -50,7 +50,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._session import (
+from ._shared import (
     RETRY_KINDS,
     activate,
     approved_ctx,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from ..context import ApprovalRequest
     from ..registry import ToolRegistry
     from ..session import ToolSession
-    from ..tool import ToolResult
+    from ..tool_types import ToolResult
 
 __all__ = ["OctosToolset"]
 
@@ -301,7 +301,7 @@ def _return_value(result: ToolResult) -> Any:
         return result.output
     from pydantic_ai.messages import BinaryContent
 
-    from ..tool import AudioContent, ImageContent
+    from ..tool_types import AudioContent, ImageContent
 
     parts: list[Any] = [result.output] if result.output else []
     for block in result.content:

@@ -6,23 +6,15 @@
   Ollama, ...) and :class:`AnthropicProvider` (``/v1/messages``) speak HTTP through
   ``httpx2`` (the ``web`` extra); any object following :class:`ModelProvider` works too.
 * Provider failures raise :class:`ProviderError` subclasses (tree in
-  :mod:`octos_tools.agent.errors`).
+  :mod:`octos_tools.agent.provider_errors`).
 
 See ``docs/agent.md``.
 """
 
 from __future__ import annotations
 
-from ._http import parse_retry_after
+from ._http_client import parse_retry_after
 from .anthropic import AnthropicProvider
-from .errors import (
-    ProviderAuthError,
-    ProviderConnectionError,
-    ProviderError,
-    ProviderResponseError,
-    ProviderStatusError,
-    ProviderTimeoutError,
-)
 from .loop import (
     DEFAULT_MAX_ITERATIONS,
     Agent,
@@ -35,6 +27,14 @@ from .loop import (
 )
 from .openai import OpenAIChatProvider
 from .provider import ModelProvider, ModelTurn
+from .provider_errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderResponseError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+)
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import formats
 from ..execution import ToolCall
-from ..tool import JSONObject, TokenUsage, ToolResult, ToolSpec
-from ._http import HTTPProvider, int_or_zero, resolve_endpoint
+from ..tool_types import JSONObject, TokenUsage, ToolResult, ToolSpec
+from ._http_client import HTTPProvider, int_or_zero, resolve_endpoint
 from .provider import ModelTurn
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from ..execution import ToolCall
 from ..registry import ToolRegistry
 from ..session import ToolSession
 from ..tasks import TaskRecord
-from ..tool import JSONObject, TokenUsage, ToolResult
+from ..tool_types import JSONObject, TokenUsage, ToolResult
 from .provider import ModelProvider
 from .spawn import DEFAULT_MAX_DEPTH, NativeSpawnDelegate
 
@@ -296,7 +296,7 @@ class Agent:
             An :class:`AgentResult`.
 
         Raises:
-            ProviderError: a model request failed (see :mod:`octos_tools.agent.errors`). The
+            ProviderError: a model request failed (:mod:`octos_tools.agent.provider_errors`). The
                 transcript keeps what was appended before the failure (the user message and
                 any complete tool turns), so a later :meth:`run` continues from there.
         """

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import formats
 from ..execution import ToolCall
-from ..tool import JSONObject, TokenUsage, ToolResult, ToolSpec
-from ._http import HTTPProvider, int_or_zero, resolve_endpoint
+from ..tool_types import JSONObject, TokenUsage, ToolResult, ToolSpec
+from ._http_client import HTTPProvider, int_or_zero, resolve_endpoint
 from .provider import ModelTurn
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class OpenAIChatProvider(HTTPProvider):
         headers: extra HTTP headers (e.g. ``OpenAI-Organization``).
         timeout: seconds to wait for an answer (default 300).
         connect_timeout: seconds to connect (default 10).
-        max_retries: retries after 429/5xx (default 2; see ``agent/_http.py``).
+        max_retries: retries after 429/5xx (default 2; see ``agent/_http_client.py``).
         retry_base_delay: first back-off in seconds without ``Retry-After`` (default 0.5).
         max_retry_delay: longest honoured wait in seconds (default 30).
         client: an ``httpx2.AsyncClient`` to reuse (the caller closes it).

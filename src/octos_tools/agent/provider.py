@@ -3,9 +3,9 @@
 A provider owns a *wire format*: the transcript the agent keeps is a list of messages in
 that provider's own shape (Chat Completions messages, or Anthropic Messages), so nothing
 is lost in translation and a transcript can be sent back as is. The provider turns
-:class:`~octos_tools.tool.ToolSpec` lists into its ``tools`` array, parses tool calls into
+:class:`~octos_tools.tool_types.ToolSpec` lists into its ``tools`` array, parses tool calls into
 :class:`~octos_tools.execution.ToolCall` objects and builds the messages that carry
-:class:`~octos_tools.tool.ToolResult` objects back (both through :mod:`octos_tools.formats`).
+:class:`~octos_tools.tool_types.ToolResult` objects back (both through :mod:`octos_tools.formats`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..execution import ToolCall
-from ..tool import JSONObject, TokenUsage, ToolResult, ToolSpec
+from ..tool_types import JSONObject, TokenUsage, ToolResult, ToolSpec
 
 __all__ = ["ModelProvider", "ModelTurn"]
 
@@ -86,7 +86,7 @@ class ModelProvider(Protocol):
             system: the system prompt, or ``None``.
 
         Raises:
-            ProviderError: any failure (see :mod:`octos_tools.agent.errors`).
+            ProviderError: any failure (see :mod:`octos_tools.agent.provider_errors`).
         """
         ...
 

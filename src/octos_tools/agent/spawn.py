@@ -44,14 +44,14 @@ from ..errors import ErrorKind, ToolError
 from ..policy import ToolPolicy
 from ..registry import ToolRegistry
 from ..tasks import TaskRecord
-from ..tool import JSONObject, TokenUsage, ToolResult
-from .errors import (
+from ..tool_types import JSONObject, TokenUsage, ToolResult
+from .provider import ModelProvider
+from .provider_errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderStatusError,
     ProviderTimeoutError,
 )
-from .provider import ModelProvider
 
 if TYPE_CHECKING:
     from .loop import Agent, AgentEvent

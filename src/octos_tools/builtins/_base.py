@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorKind, ToolError
-from ..tool import JSONObject
+from ..tool_types import JSONObject
 from ..typed import TypedTool
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..tool import ToolResult
+from ..tool_types import ToolResult
 
 EMPTY_OUTPUT = "(no output)"
 """Text sent for a result with empty output (providers reject empty tool content)."""

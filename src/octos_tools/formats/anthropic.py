@@ -5,7 +5,7 @@ blocks; the answers go back in one user message whose content is
 ``{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": bool}`` blocks, in
 the same order (Anthropic requires every ``tool_use`` to be answered in the next message).
 
-A result carrying images (``ToolResult.content``: :class:`~octos_tools.tool.ImageContent`)
+A result carrying images (``ToolResult.content``: :class:`~octos_tools.tool_types.ImageContent`)
 gets a list as ``content``: a ``text`` block, then one ``{"type": "image", "source":
 {"type": "base64", "media_type", "data"}}`` block per image (Anthropic Messages API,
 "tool_result" content: https://docs.anthropic.com/en/docs/build-with-claude/tool-use).
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..tool import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
+from ..tool_types import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
 from ._common import check_pairs, field, result_text
 
 __all__ = [

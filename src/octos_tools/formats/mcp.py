@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..tool import JSONObject, ToolSpec
+from ..tool_types import JSONObject, ToolSpec
 
 __all__ = ["spec_to_mcp", "tools_to_mcp"]
 

@@ -7,7 +7,7 @@ answer is a message ``{"role": "tool", "tool_call_id": id, "content": text}``.
 Responses API: output items ``{"type": "function_call", "call_id", "name", "arguments"}``;
 answers are input items ``{"type": "function_call_output", "call_id", "output": text}``.
 
-Images a tool returns (``ToolResult.content``: :class:`~octos_tools.tool.ImageContent`):
+Images a tool returns (``ToolResult.content``: :class:`~octos_tools.tool_types.ImageContent`):
 Chat Completions types a ``tool`` message's content as text parts only, so
 :func:`tool_messages` follows the tool messages of a turn with one ``user`` message holding
 the images as ``image_url`` parts (base64 ``data:`` URLs), each introduced by a text part
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..tool import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
+from ..tool_types import ImageContent, JSONObject, ToolCall, ToolResult, ToolSpec
 from ._common import check_pairs, field, result_text
 
 __all__ = [

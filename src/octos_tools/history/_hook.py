@@ -32,7 +32,7 @@ from ._store import HistoryStore, HistoryUnavailable
 
 if TYPE_CHECKING:
     from ..context import ToolContext
-    from ..tool import Tool, ToolResult
+    from ..tool_types import Tool, ToolResult
     from ..workspace import Workspace
 
 __all__ = ["COMMAND_TOOLS", "FILE_TOOLS", "around_call"]

@@ -36,7 +36,7 @@ import mcp_types as types
 
 from ..config import Config, McpServerConfig
 from ..errors import ToolError
-from ..tool import ConcurrencyClass, Tool, ToolResult
+from ..tool_types import ConcurrencyClass, Tool, ToolResult
 from .connection import McpConnection
 from .names import mounted_tool_name
 from .results import call_result_to_tool_result
@@ -63,7 +63,7 @@ logger = logging.getLogger("octos_tools.mcp.client")
 
 class McpTool(Tool):
     """One tool of a mounted MCP server, as a registry tool; its results are untrusted
-    content (:attr:`~octos_tools.tool.Tool.content_trust`).
+    content (:attr:`~octos_tools.tool_types.Tool.content_trust`).
 
     Args:
         name: the registry name (see :func:`mounted_tool_name`).

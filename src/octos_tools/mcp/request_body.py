@@ -5,7 +5,9 @@ Two layers need the body the SDK reads: :class:`~octos_tools.mcp.rpc_errors.Reco
 :class:`~octos_tools.mcp.disconnect.CancelOnDisconnect` (a client that left cancels its
 ``tools/call``). :class:`KeepBody` wraps the ASGI ``receive`` once, keeps the body as it
 passes (no second read, no parse) and notes a disconnect; the layers inside find the
-:class:`PostBody` under ``scope[SCOPE_KEY]``.
+:class:`PostBody` under ``scope[SCOPE_KEY]``. A layer that must see the whole body before the
+SDK does (:class:`~octos_tools.mcp.rpc_errors.RecoverIds`: a request with an invalid id never
+reaches the SDK) calls :meth:`PostBody.read_ahead`; the SDK then reads the same messages.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class PostBody:
         self.complete = anyio.Event()
         self.gone = False
         self._chunks: list[bytes] = []
+        self._ahead: list[Any] = []
 
     @property
     def kept(self) -> bool:
@@ -52,9 +55,21 @@ class PostBody:
             self._chunks[:] = [b"".join(self._chunks)]
         return self._chunks[0] if self._chunks else b""
 
+    async def read_ahead(self) -> None:
+        """Read the body now, before the app asks for it: :attr:`complete` is set when it
+        returns, unless the body went over ``max_bytes`` (the rest is left to the app, which
+        refuses it) or the client disconnected. :meth:`tee` hands the app what was read,
+        then reads on."""
+        while not self.complete.is_set() and self.kept and not self.gone:
+            self._ahead.append(self._note(await self.receive()))
+
     async def tee(self) -> Any:
         """The ``receive`` handed to the app: each message passes through, noted."""
-        message = await self.receive()
+        if self._ahead:
+            return self._ahead.pop(0)
+        return self._note(await self.receive())
+
+    def _note(self, message: Any) -> Any:
         kind = message.get("type")
         if kind == "http.request":
             piece = message.get("body", b"")

@@ -4,7 +4,7 @@ Serving (:func:`result_to_mcp`), the rule of the MCP specification, *Server feat
 Tools → Tool result* (2025-06-18 and later):
 
 * ``content`` carries what the model reads: the tool's text first, then its non-text
-  :attr:`~octos_tools.tool.ToolResult.content` blocks as MCP ``ImageContent``,
+  :attr:`~octos_tools.tool_types.ToolResult.content` blocks as MCP ``ImageContent``,
   ``AudioContent`` and ``EmbeddedResource`` (or ``ResourceLink``);
 * ``structuredContent`` is the *structured result* of a tool that declares an
   ``outputSchema``: only then is it sent, and then it is the whole structured result
@@ -30,7 +30,7 @@ from typing import Any
 import mcp_types as types
 
 from ..errors import ErrorKind
-from ..tool import AudioContent, ContentBlock, ImageContent, ResourceContent, ToolResult
+from ..tool_types import AudioContent, ContentBlock, ImageContent, ResourceContent, ToolResult
 
 __all__ = [
     "META_KEY",
@@ -59,7 +59,7 @@ def _b64(data: bytes) -> str:
 
 
 def block_to_mcp(block: ContentBlock) -> types.ContentBlock:
-    """The MCP content block for one :data:`~octos_tools.tool.ContentBlock`.
+    """The MCP content block for one :data:`~octos_tools.tool_types.ContentBlock`.
 
     ``ImageContent`` / ``AudioContent`` → the MCP types of the same name (base64 data);
     ``ResourceContent`` with ``text`` or ``blob`` → ``EmbeddedResource``, with neither →
@@ -91,7 +91,7 @@ def _unb64(data: str) -> bytes:
 
 
 def block_from_mcp(block: Any) -> ContentBlock | None:
-    """The :data:`~octos_tools.tool.ContentBlock` for one non-text MCP content block, or
+    """The :data:`~octos_tools.tool_types.ContentBlock` for one non-text MCP content block, or
     ``None`` for a text block (and for a kind this version does not know)."""
     if isinstance(block, types.ImageContent):
         return ImageContent(_unb64(block.data), block.mime_type)
@@ -137,7 +137,7 @@ def result_meta(result: ToolResult) -> dict[str, Any] | None:
 def result_to_mcp(
     result: ToolResult, *, structured: dict[str, Any] | None = None
 ) -> types.CallToolResult:
-    """Convert a :class:`~octos_tools.tool.ToolResult` into an MCP ``CallToolResult``.
+    """Convert a :class:`~octos_tools.tool_types.ToolResult` into an MCP ``CallToolResult``.
 
     Args:
         result: the tool's result (after the registry's output cap and redaction).
@@ -168,7 +168,7 @@ def result_to_mcp(
 
 def call_result_to_tool_result(result: types.CallToolResult, server: str, tool: str) -> ToolResult:
     """Convert a mounted server's ``CallToolResult`` into a
-    :class:`~octos_tools.tool.ToolResult`.
+    :class:`~octos_tools.tool_types.ToolResult`.
 
     Text blocks are joined with newlines into ``output``; images, audio and resources are
     kept on ``content``. ``structuredContent`` goes to ``structured_metadata["structured_content"]``

@@ -15,8 +15,9 @@ surrogate escape such as ``"\\ud800"``), and recovers the id:
   answers both ``-32602`` with a pydantic dump);
 * an ``id`` that is not a string or an integer (``null``, an object, an array, a float, a
   boolean; the MCP specification: the id MUST NOT be null): ``-32600`` with id ``null``
-  (JSON-RPC 2.0 §5.1), where the SDK takes such a request for a notification and answers
-  nothing (:func:`invalid_id_error`);
+  (JSON-RPC 2.0 §5.1), where the SDK would take such a request for a notification, act on
+  it (a ``notifications/cancelled`` cancels the call it names) and answer nothing
+  (:func:`invalid_id_error`): such a message never reaches the SDK;
 * JSON, but not Unicode text (a lone surrogate escape): ``-32700`` with the id;
 * no ``method`` and no ``result`` / ``error``: ``-32600`` with the id;
 * ``params`` not an object: ``-32602`` with the id;
@@ -27,6 +28,7 @@ surrogate escape such as ``"\\ud800"``), and recovers the id:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import mcp_types as types
@@ -110,15 +112,37 @@ def _json_kind(value: Any) -> str:
     return "an array" if isinstance(value, list) else "an object"
 
 
-def invalid_id_error(raw: str | bytes) -> types.JSONRPCError | None:
-    """The ``-32600`` error (id ``null``) answering ``raw``, a message the SDK decoded as a
-    notification, when it is a request whose ``id`` is not a string or an integer; ``None``
-    for a real notification (no ``id`` member) or a response.
+# "id": followed by a string or an integer: a member of that name that cannot be invalid
+_PLAIN_ID = re.compile(r'"id"\s*:\s*(?:"|-?\d+\s*[,}\]])', re.ASCII)
+_PLAIN_ID_BYTES = re.compile(_PLAIN_ID.pattern.encode())  # bytes patterns are ASCII
 
-    Cheap for the common case: only a message whose text holds ``"id"`` is parsed.
+
+def _may_hold_invalid_id(raw: str | bytes) -> bool:
+    """Whether some ``"id"`` of ``raw`` is not followed by a string or an integer (a quote
+    cannot stand unescaped inside a JSON string, so every ``"id"`` is a member name or a
+    whole string value)."""
+    if isinstance(raw, bytes):
+        marker: Any = b'"id"'
+        plain: Any = _PLAIN_ID_BYTES
+    else:
+        marker, plain = '"id"', _PLAIN_ID
+    at = raw.find(marker)
+    while at != -1:
+        if plain.match(raw, at) is None:
+            return True
+        at = raw.find(marker, at + 4)
+    return False
+
+
+def invalid_id_error(raw: str | bytes) -> types.JSONRPCError | None:
+    """The ``-32600`` error (id ``null``) answering ``raw`` when it is a request whose ``id``
+    is not a string or an integer (the SDK would take it for a notification); ``None`` for
+    any other message (a valid request, a real notification: no ``id`` member, a response).
+
+    Cheap for the common case: only a message with an ``"id"`` member that is not a string
+    or an integer is parsed.
     """
-    marker: str | bytes = b'"id"' if isinstance(raw, bytes) else '"id"'
-    if marker not in raw:  # type: ignore[operator]
+    if not _may_hold_invalid_id(raw):
         return None
     try:
         envelope = json.loads(raw)
@@ -140,12 +164,13 @@ class RecoverIds:
     :class:`~octos_tools.mcp.request_body.KeepBody` (it reads the kept body; no parse unless
     the SDK refused the request):
 
+    * a request whose id is invalid is answered the ``400`` of :func:`invalid_id_error` and
+      never reaches the SDK (the body is read ahead, :meth:`PostBody.read_ahead
+      <octos_tools.mcp.request_body.PostBody.read_ahead>`, then handed to the SDK as sent);
     * a ``400`` JSON-RPC error with ``id: null`` gets the request's id when it can be read;
       the SDK's own validation dumps (``-32602``, ``-32700``) are replaced by
       :func:`envelope_error`'s code and message, its other errors (a missing session id, a
-      bad protocol version header) keep theirs;
-    * a ``202`` (the SDK took the message for a notification) answering a request whose id
-      is invalid becomes the ``400`` of :func:`invalid_id_error`.
+      bad protocol version header) keep theirs.
 
     Args:
         app: the ASGI app.
@@ -159,23 +184,19 @@ class RecoverIds:
         if body is None:
             await self.app(scope, receive, send)
             return
+        await body.read_ahead()
+        if body.complete.is_set() and body.kept:
+            bad = invalid_id_error(body.bytes())
+            if bad is not None:
+                await _send_json({"type": "http.response.start"}, _dump(bad), send, status=400)
+                return
         held: list[Any] = []
 
         async def watch(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                status = message.get("status")
-                if status == 400:
-                    held.append(message)
-                    return
-                if status == 202:
-                    bad = invalid_id_error(body.bytes())
-                    if bad is not None:
-                        held.append(None)  # drop the SDK's 202 and its empty body
-                        await _send_json(message, _dump(bad), send, status=400)
-                        return
+            if message["type"] == "http.response.start" and message.get("status") == 400:
+                held.append(message)
+                return
             if held and message["type"] == "http.response.body":
-                if held[0] is None:
-                    return
                 held.append(message)
                 if message.get("more_body"):
                     return

@@ -30,7 +30,7 @@ import anyio.lowlevel
 import mcp_types as types
 
 from ..session import ToolSession
-from ..tool import ToolResult, ToolSpec
+from ..tool_types import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -52,7 +52,7 @@ AGENT_TOOLS = ("spawn_agent", "send_input", "resume_agent", "wait_agent", "close
 
 
 def spec_to_mcp(spec: ToolSpec, output_schema: dict[str, Any] | None = None) -> types.Tool:
-    """The MCP ``Tool`` for a :class:`~octos_tools.tool.ToolSpec` (name, title, description,
+    """The MCP ``Tool`` for a :class:`~octos_tools.tool_types.ToolSpec` (name, title, description,
     ``inputSchema`` kept whole, annotations ``title``/``readOnlyHint``/``destructiveHint``),
     with ``outputSchema`` when the tool declares one."""
     data = spec.to_mcp()

@@ -21,7 +21,7 @@ class CatalogEntry:
         concurrency: ``"safe"`` or ``"exclusive"``.
         spawn_only: the tool runs in the background and returns a task handle.
         unavailable: why the tool cannot work here
-            (:meth:`~octos_tools.tool.Tool.unavailable_reason`), or ``None``.
+            (:meth:`~octos_tools.tool_types.Tool.unavailable_reason`), or ``None``.
         session_hidden: the session hides it (its client cannot serve it, e.g.
             ``request_user_input`` without MCP elicitation).
     """

@@ -35,7 +35,7 @@ from ..lifecycle import ToolLifecycle
 from ..output import DEFAULT_MAX_OUTPUT_BYTES
 from ..policy import GROUP_DESCRIPTIONS, GROUPS, PolicyDecision, ToolPolicy
 from ..tasks import TaskSupervisor
-from ..tool import ConcurrencyClass, Tool, ToolResult, ToolSpec
+from ..tool_types import ConcurrencyClass, Tool, ToolResult, ToolSpec
 from ..typed import ToolArgs, typed_model
 from ._catalog import CatalogEntry
 from ._verdicts import ALLOWED, hard_verdict, registry_verdict
@@ -156,7 +156,7 @@ class ToolRegistry(HooksOwner):
             check_schema: validate the input schema against the meta-schema now.
 
         Raises:
-            TypeError: if ``tool`` is not a :class:`~octos_tools.tool.Tool`.
+            TypeError: if ``tool`` is not a :class:`~octos_tools.tool_types.Tool`.
             ValueError: if the name is not ``^[a-zA-Z0-9_-]{1,64}$`` or the input schema is
                 not an object schema.
             jsonschema.SchemaError: with ``check_schema=True``, if the input schema is not
@@ -599,7 +599,7 @@ class ToolRegistry(HooksOwner):
 
     def unavailable_reason(self, name: str) -> str | None:
         """Why the registered tool ``name`` cannot work here
-        (:meth:`~octos_tools.tool.Tool.unavailable_reason`: no search provider, no
+        (:meth:`~octos_tools.tool_types.Tool.unavailable_reason`: no search provider, no
         Chromium, no image backend, no spawn delegate), or ``None`` when it can or is not
         registered. Cached until the next mutation. Such a tool is not listed, and the
         discovery tools do not offer it; a call by name still reaches it."""
@@ -834,11 +834,19 @@ class ToolRegistry(HooksOwner):
         """A new registry for another workspace: cwd-bound tools are rebuilt with
         ``tool.with_workspace(workspace)``, every other tool object is shared, order kept.
 
-        Deferred names survive.
+        Deferred names survive. A plugin tool rebuilt this way runs off the main event loop
+        as the original does (:func:`~octos_tools._off_loop.wrap_off_loop`).
         """
-        tools = {
-            n: (t.with_workspace(workspace) if t.cwd_bound else t) for n, t in self._tools.items()
-        }
+        from .._off_loop import is_off_loop, wrap_off_loop
+
+        tools: dict[str, Tool] = {}
+        for n, t in self._tools.items():
+            if t.cwd_bound:
+                rebuilt = t.with_workspace(workspace)
+                if is_off_loop(t):
+                    wrap_off_loop(rebuilt)
+                t = rebuilt
+            tools[n] = t
         new = self._clone(tools)
         new.workspace = workspace
         return new
@@ -854,7 +862,7 @@ class ToolRegistry(HooksOwner):
         """Run one tool call in the :attr:`default_session` (a documented convenience:
         :meth:`ToolSession.call <octos_tools.session.ToolSession.call>` through the
         pipeline of :mod:`octos_tools.pipeline`); never raises for a bad call: every
-        failure is a :class:`~octos_tools.tool.ToolResult` with ``success=False`` and an
+        failure is a :class:`~octos_tools.tool_types.ToolResult` with ``success=False`` and an
         error kind.
 
         Hosts with sessions (an MCP server, an agent loop) call their own

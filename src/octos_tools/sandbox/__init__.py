@@ -20,7 +20,8 @@ for git: :mod:`._git_guard` (what a command planted for git to run, undone after
 :mod:`._git_config` (its allow-list), :mod:`._gitlinks`, :mod:`._guard_ticker` (the guard in
 the background while a session or a mounted server lives);
 for ``[sandbox] allowed_hosts``: :mod:`._egress` (the allow-list), :mod:`._proxy` (the
-egress proxy), :mod:`._bridge` (the proxy inside a bubblewrap command's network namespace).
+egress proxy; :mod:`._proxy_http`, its HTTP/1.x rules), :mod:`._bridge` (the proxy
+inside a bubblewrap command's network namespace).
 docs/sandbox.md explains what each mode blocks and the limits.
 """
 

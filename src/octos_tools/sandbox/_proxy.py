@@ -6,22 +6,33 @@ wrapped from synchronous code, from any event loop), closed by :func:`close_egre
 (registered with :mod:`atexit`).
 
 It speaks the two forms a client's ``HTTP_PROXY`` / ``HTTPS_PROXY`` produce (RFC 9110
-section 9.3.6 and 7.1):
+section 9.3.6 and 7.1), one request per client connection:
 
 * ``CONNECT host:port`` (HTTPS, or any TCP tunnel to a listed port): checked, then
-  ``200 Connection Established`` and the bytes are relayed both ways;
-* ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, the request line
-  rewritten to origin form, ``Proxy-*`` headers dropped, ``Connection: close`` set, then
-  relayed; ``Host`` is the URI's. ``https://`` in an absolute URI is refused (a client
-  uses CONNECT for it).
+  ``200 Connection Established`` and the bytes are relayed both ways (what the client
+  sent after the head, such as its TLS hello, included: it is the tunnel's);
+* ``GET http://host[:port]/path`` (absolute URI, plain HTTP): checked, then sent in origin
+  form with the URI's ``Host``, hop-by-hop headers dropped and ``Connection: close``; the
+  body is framed again by h11, the response gets ``Connection: close`` and its body is
+  relayed as is when it has a ``Content-Length`` (framed again by h11 otherwise), and the
+  connection ends with it. Bytes after the request are
+  never read: a pipelined second request would otherwise reach the first one's upstream
+  unchecked; the client sends it again on a new connection (RFC 9112 section 9.6), where
+  it is checked on its own. ``https://`` in an absolute URI is refused (CONNECT is for it).
 
-The check, in order: ``host:port`` must match an ``allowed_hosts`` entry
+The head's rules (sizes, framing, h11's grammar) are :mod:`._proxy_http`'s. The check, in
+order: the authority is canonicalised once (:func:`._egress.split_authority`: case, a
+trailing dot, percent-encoding, numeric IPv4 spellings, IPv4-mapped IPv6; userinfo and
+IPv6 zone ids refused); ``host:port`` must match an ``allowed_hosts`` entry
 (:mod:`._egress`); then the host is resolved *once* by web_fetch's SSRF guard
 (:func:`octos_tools.builtins.web.check_host`): every address must be public unless
 the address itself is listed; the connection goes to the address the guard approved (no
 second lookup, so DNS rebinding cannot redirect it). Anything else is answered
-``403 Forbidden`` with a one-line reason (``400`` for a malformed request, ``502`` when
-the host does not resolve or refuses the connection, ``504`` on a connect timeout).
+``403 Forbidden`` with a one-line reason (``400`` for a malformed request, ``431`` for a
+head too large, ``501`` for a transfer coding other than chunked, ``502`` when the host
+does not resolve, refuses the connection or answers malformed, ``504`` on a connect
+timeout). Every answer closes the connection after a short linger (so that the close
+does not reset the answer away).
 
 Where requests come from:
 
@@ -45,20 +56,19 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import h11
 from anyio.from_thread import BlockingPortal
 
-from ._egress import HostRules
+from ._egress import HostRules, split_authority
+from ._proxy_http import Refusal, check_head, end_to_end, origin_request, parse_request, read_head
 
 __all__ = ["EgressProxy", "close_egress_proxy", "egress_proxy"]
 
 _log = logging.getLogger("octos_tools.sandbox.egress")
 
-#: Longest request head (request line and headers) the proxy reads, in bytes.
-MAX_HEAD_BYTES = 64 * 1024
 #: Seconds a client has to send its request head.
 HEAD_TIMEOUT_SECS = 30.0
 #: Seconds to connect to the upstream host.
@@ -68,69 +78,20 @@ MAX_CONNECTIONS = 256
 #: Connections relayed at once for one listener (one bubblewrap sandbox; under Landlock,
 #: every command with the same allow-list): one command cannot take every slot.
 MAX_CONNECTIONS_PER_LISTENER = 64
-_HOP_HEADERS = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate"}
-)
+#: After the answer, how long and how much of what the client still sends is read and
+#: dropped before the connection closes (a close with unread bytes resets the connection,
+#: and the reset can destroy the answer before the client reads it: RFC 9112 section 9.6).
+LINGER_SECS = 1.0
+LINGER_BYTES = 1 << 20
 _T = TypeVar("_T")
-
-
-class _Reply(Exception):
-    """A refusal: the status line and a one-line reason for the client."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-_PHRASES = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout"}
-
-
-async def _read_head(stream: anyio.abc.ByteStream) -> tuple[bytes, bytes]:
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        if len(buf) > MAX_HEAD_BYTES:
-            raise _Reply(400, f"request head longer than {MAX_HEAD_BYTES} bytes")
-        buf += await stream.receive(65536)
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    return head, rest
-
-
-def _parse_head(head: bytes) -> tuple[str, str, str, list[tuple[str, str]]]:
-    try:
-        text = head.decode("ascii")
-    except UnicodeDecodeError:
-        raise _Reply(400, "the request head is not ASCII") from None
-    if "\r" in text.replace("\r\n", "") or "\n" in text.replace("\r\n", ""):
-        # a bare CR or LF: some upstream servers end a header there, so "X: a\rHost: b"
-        # would name another virtual host on the checked address (RFC 9112 section 2.2)
-        raise _Reply(400, "a bare CR or LF in the request head")
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise _Reply(400, f"not an HTTP/1.x request line: {lines[0][:100]!r}")
-    headers: list[tuple[str, str]] = []
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
-            raise _Reply(400, f"malformed header line {line[:100]!r}")
-        headers.append((name, value.strip()))
-    return parts[0], parts[1], parts[2], headers
-
-
-def _host_port(authority: str, default: int | None) -> tuple[str, int]:
-    try:
-        url = urlsplit("//" + authority)
-        host, port = url.hostname, url.port
-    except ValueError:
-        raise _Reply(400, f"bad host or port in {authority[:100]!r}") from None
-    if not host or url.path or url.query or url.username is not None:
-        raise _Reply(400, f"bad authority {authority[:100]!r}")
-    if port is None:
-        if default is None:
-            raise _Reply(400, "CONNECT needs host:port")
-        port = default
-    return host, port
+_FRAMING = (b"content-length", b"transfer-encoding")
+_RELAY_ERRORS = (
+    h11.ProtocolError,
+    anyio.EndOfStream,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    OSError,
+)
 
 
 class EgressProxy:
@@ -238,45 +199,23 @@ class EgressProxy:
         assert self._limiter is not None
         async with client, mine, self._limiter:
             try:
-                upstream = await self._open(client, rules)
-            except _Reply as reply:
-                _log.info("egress refused: %s", reply.reason)
-                await _send_reply(client, reply)
-                return
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError, TimeoutError):
-                return
-            async with upstream, anyio.create_task_group() as tg:
-                tg.start_soon(_pipe, client, upstream)
-                tg.start_soon(_pipe, upstream, client)
-
-    async def _open(
-        self, client: anyio.abc.SocketStream, rules: HostRules
-    ) -> anyio.abc.SocketStream:
-        with anyio.fail_after(HEAD_TIMEOUT_SECS):
-            head, rest = await _read_head(client)
-        method, target, version, headers = _parse_head(head)
-        if method == "CONNECT":
-            host, port = _host_port(target, None)
-            upstream = await _connect(host, port, rules)
-            await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            if rest:
-                await upstream.send(rest)
-            return upstream
-        url = urlsplit(target)
-        if url.scheme.lower() != "http":
-            why = "use CONNECT for https" if url.scheme.lower() == "https" else "use http://"
-            raise _Reply(400, f"a proxy request needs an absolute http:// URI ({why})")
-        host, port = _host_port(url.netloc.rpartition("@")[2], 80)
-        upstream = await _connect(host, port, rules)
-        path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-        out = [f"{method} {path} {version}"]
-        # the Host of an absolute-form request is its URI's (RFC 9112 section 3.2.2): a
-        # client cannot name another virtual host on the checked address
-        out.append(f"Host: {url.netloc.rpartition('@')[2]}")
-        out += [f"{k}: {v}" for k, v in headers if k.lower() not in _HOP_HEADERS | {"host"}]
-        out.append("Connection: close")
-        await upstream.send(("\r\n".join(out) + "\r\n\r\n").encode("ascii") + rest)
-        return upstream
+                await _exchange(client, rules)
+            except Refusal as refusal:
+                _log.info("egress refused: %s", refusal.reason)
+                with contextlib.suppress(Exception):
+                    await client.send(refusal.response())
+            except (
+                anyio.EndOfStream,
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+                TimeoutError,
+                h11.ProtocolError,
+            ):
+                pass
+            except Exception:  # noqa: BLE001 - a bug must not end the other connections
+                _log.warning("egress proxy: a connection failed", exc_info=True)
+            await _linger(client)
 
     # ---------------------------------------------------------------- shutdown
 
@@ -289,32 +228,210 @@ class EgressProxy:
             self._thread.join(timeout=5)
 
 
+async def _exchange(client: anyio.abc.SocketStream, rules: HostRules) -> None:
+    """Serve one client connection: one request, checked, then its tunnel or its response.
+
+    A connection carries one request only. Bytes after a CONNECT head are the tunnel's
+    (to the checked host); bytes after an absolute-URI request are never read: a second
+    request on the connection would reach the first one's upstream unchecked. The
+    response says ``Connection: close`` and the client sends its next request on a new
+    connection, checked on its own (RFC 9112 section 9.6).
+    """
+    with anyio.fail_after(HEAD_TIMEOUT_SECS):
+        head, rest = await read_head(client)
+    check_head(head)
+    conn, request = parse_request(head, rest)
+    if request.method == b"CONNECT":
+        await _tunnel(client, conn, request, rules)
+        return
+    host, port, forward = origin_request(request)
+    upstream = await _connect(host, port, rules)
+    async with upstream:
+        await _forward(client, conn, upstream, forward)
+
+
+async def _tunnel(
+    client: anyio.abc.SocketStream, conn: h11.Connection, request: h11.Request, rules: HostRules
+) -> None:
+    if any(n.lower() in _FRAMING for n, _ in request.headers.raw_items()):
+        raise Refusal(400, "a CONNECT request has no content (RFC 9110 section 9.3.6)")
+    try:
+        host, port = split_authority(request.target.decode("ascii"), None)
+    except ValueError as exc:
+        raise Refusal(400, str(exc)) from None
+    if not isinstance(conn.next_event(), h11.EndOfMessage) or conn.next_event() is not h11.PAUSED:
+        raise Refusal(400, "malformed CONNECT request")  # not reached: no content, h11 waits
+    upstream = await _connect(host, port, rules)
+    async with upstream:
+        await client.send(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        early = conn.trailing_data[0]  # what the client sent past the head (a TLS hello)
+        if early:
+            await upstream.send(bytes(early))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_pipe, client, upstream)
+            tg.start_soon(_pipe, upstream, client)
+
+
+async def _forward(
+    client: anyio.abc.SocketStream,
+    conn: h11.Connection,
+    upstream: anyio.abc.SocketStream,
+    request: h11.Request,
+) -> None:
+    """Send ``request`` and the client's body upstream, and the response back, framed
+    again by h11 (so each side sees only the framing h11 wrote or checked); end with the
+    response."""
+    up = h11.Connection(h11.CLIENT)
+    await upstream.send(up.send(request) or b"")
+    body_failed: list[Exception] = []  # raised after the task group, not in a group
+    response_failed: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_request_body, client, conn, upstream, up, body_failed, tg.cancel_scope)
+        try:
+            await _response(upstream, up, client, conn, request.method)
+        except _RELAY_ERRORS as exc:
+            response_failed = exc
+        tg.cancel_scope.cancel()
+    failed = body_failed[0] if body_failed else response_failed
+    if failed is None:
+        return
+    if isinstance(failed, h11.RemoteProtocolError) and conn.our_state is h11.SEND_RESPONSE:
+        # nothing sent to the client yet: say why
+        if body_failed:
+            raise Refusal(400, f"malformed request body: {failed}") from None
+        raise Refusal(502, f"the upstream's response is malformed: {failed}") from None
+    raise failed
+
+
+async def _request_body(
+    client: anyio.abc.SocketStream,
+    conn: h11.Connection,
+    upstream: anyio.abc.SocketStream,
+    up: h11.Connection,
+    failed: list[Exception],
+    scope: anyio.CancelScope,
+) -> None:
+    try:
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    conn.receive_data(await client.receive(65536))
+                except anyio.EndOfStream:
+                    conn.receive_data(b"")
+            elif isinstance(event, (h11.Data, h11.EndOfMessage)):
+                await upstream.send(up.send(event) or b"")
+                if isinstance(event, h11.EndOfMessage):
+                    return  # what follows on the connection is never read
+            else:
+                return
+    except _RELAY_ERRORS as exc:  # a malformed body, a client gone: the exchange ends
+        failed.append(exc)
+        scope.cancel()
+
+
+async def _response(
+    upstream: anyio.abc.SocketStream,
+    up: h11.Connection,
+    client: anyio.abc.SocketStream,
+    conn: h11.Connection,
+    method: bytes,
+) -> None:
+    trailers = conn.their_http_version == b"1.1"  # no trailers to an HTTP/1.0 client
+    while True:
+        event = up.next_event()
+        if event is h11.NEED_DATA:
+            try:
+                up.receive_data(await upstream.receive(65536))
+            except anyio.EndOfStream:
+                up.receive_data(b"")
+            continue
+        out: h11.Event
+        if isinstance(event, h11.InformationalResponse):
+            headers = end_to_end(event.headers)
+            out = h11.InformationalResponse(
+                status_code=event.status_code, headers=headers, reason=event.reason
+            )
+        elif isinstance(event, h11.Response):
+            headers = [*end_to_end(event.headers), (b"Connection", b"close")]
+            out = h11.Response(status_code=event.status_code, headers=headers, reason=event.reason)
+            length = _content_length(event, method)
+            if length is not None:  # framed the same on both sides: relay the bytes as they are
+                await client.send(conn.send(out) or b"")
+                await _relay_body(bytes(up.trailing_data[0]), length, upstream, client)
+                return
+        elif isinstance(event, h11.Data):
+            out = event
+        elif isinstance(event, h11.EndOfMessage):
+            await client.send(conn.send(event if trailers else h11.EndOfMessage()) or b"")
+            return
+        else:  # ConnectionClosed before a response: h11 raised already; PAUSED: none here
+            return
+        await client.send(conn.send(out) or b"")
+
+
+def _content_length(response: h11.Response, method: bytes) -> int | None:
+    """The body length of a ``Content-Length`` response (h11 checked the header: one
+    value, no ``Transfer-Encoding``); ``None`` for another framing or no body."""
+    if method == b"HEAD" or response.status_code in (204, 304):
+        return None
+    values = [v for name, v in response.headers.raw_items() if name.lower() in _FRAMING]
+    if len(values) != 1 or not values[0].isdigit():
+        return None
+    return int(values[0])
+
+
+async def _relay_body(
+    buffered: bytes, length: int, upstream: anyio.abc.SocketStream, client: anyio.abc.SocketStream
+) -> None:
+    """Relay a ``Content-Length`` body of ``length`` bytes, starting with what h11 had
+    already read past the head; what the upstream sends beyond it is dropped. Raises
+    :class:`anyio.EndOfStream` if the upstream ends it early (the client sees it short)."""
+    chunk = buffered
+    while True:
+        if chunk:
+            await client.send(chunk[:length])
+            length -= min(len(chunk), length)
+        if not length:
+            return
+        chunk = await upstream.receive(65536)
+
+
+async def _linger(client: anyio.abc.SocketStream) -> None:
+    """Half-close, then read and drop what the client still sends (:data:`LINGER_SECS`,
+    :data:`LINGER_BYTES`), so that closing does not reset the answer away."""
+    with contextlib.suppress(Exception):
+        await client.send_eof()
+        with anyio.move_on_after(LINGER_SECS):
+            dropped = 0
+            while dropped < LINGER_BYTES:
+                dropped += len(await client.receive(65536))
+
+
 async def _connect(host: str, port: int, rules: HostRules) -> anyio.abc.SocketStream:
-    """Check ``host:port`` against ``rules`` and the SSRF guard, then connect to the
-    address the guard approved."""
+    """Check ``host:port`` (``host`` canonical: :func:`._egress.canonical_host`) against
+    ``rules`` and the SSRF guard, then connect to the address the guard approved."""
     from ..builtins.web import HostAllowList, check_host
     from ..errors import ErrorKind, ToolError
 
-    if not host.isascii():
-        raise _Reply(400, f"host {host!r} is not ASCII (send its IDNA form)")
     if not rules.allows(host, port):
-        raise _Reply(403, f"{host}:{port} is not in [sandbox] allowed_hosts")
+        raise Refusal(403, f"{host}:{port} is not in [sandbox] allowed_hosts")
     try:
         address = await check_host(
             host, port, allow_private=False, allowed=HostAllowList(rules.addresses(port))
         )
     except ToolError as exc:
         if exc.kind is not ErrorKind.NETWORK_REFUSED:
-            raise _Reply(502, f"cannot resolve {host}") from None
+            raise Refusal(502, f"cannot resolve {host}") from None
         seen_ip, why = exc.details.get("address"), exc.details.get("reason")
         if seen_ip is None:  # refused by name (localhost, *.localhost)
-            raise _Reply(
+            raise Refusal(
                 403,
                 f"{host} names this machine (loopback): refused; list its address "
                 "(127.0.0.1 or ::1) in [sandbox] allowed_hosts to open it",
             ) from None
         seen = f"is {seen_ip}" if seen_ip == host else f"resolves to {seen_ip}"
-        raise _Reply(
+        raise Refusal(
             403,
             f"{host} {seen}, a {why} address: refused unless that address is listed in "
             "[sandbox] allowed_hosts",
@@ -323,20 +440,9 @@ async def _connect(host: str, port: int, rules: HostRules) -> anyio.abc.SocketSt
         with anyio.fail_after(CONNECT_TIMEOUT_SECS):
             return await anyio.connect_tcp(address, port)
     except TimeoutError:
-        raise _Reply(504, f"connecting to {host}:{port} timed out") from None
+        raise Refusal(504, f"connecting to {host}:{port} timed out") from None
     except OSError as exc:
-        raise _Reply(502, f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
-
-
-async def _send_reply(client: anyio.abc.SocketStream, reply: _Reply) -> None:
-    body = f"octos-tools egress proxy: {reply.reason}\n".encode()
-    head = (
-        f"HTTP/1.1 {reply.status} {_PHRASES.get(reply.status, 'Error')}\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    with contextlib.suppress(Exception):
-        await client.send(head + body)
+        raise Refusal(502, f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
 
 
 async def _pipe(src: anyio.abc.SocketStream, dst: anyio.abc.SocketStream) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import ErrorKind, PathError
-from ._errors import map_os_error
+from ._os_errors import map_os_error
 from ._paths import O_CLOEXEC, O_NOFOLLOW
 from ._reading import Reading
 from ._state import StateHold, fsync_dir, note_foreign_temp, writer_lock

@@ -40,7 +40,7 @@ from ._atomic import (
     same_device,
     stage,
 )
-from ._errors import map_leaf_error, map_os_error
+from ._os_errors import map_leaf_error, map_os_error
 from ._paths import O_CLOEXEC, O_NOFOLLOW
 from ._state import fsync_dir, write_journal
 from ._tempnames import new_temp_name

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ErrorKind, PathError
-from ._errors import kind_name, map_os_error, map_subdir_error, show
+from ._os_errors import kind_name, map_os_error, map_subdir_error, show
 
 __all__ = ["DIR_FLAGS", "NAME_MAX", "PATH_MAX", "PathResolver", "open_subdir"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from ..errors import ErrorKind, PathError
-from ._errors import kind_name, map_leaf_error, map_os_error
+from ._os_errors import kind_name, map_leaf_error, map_os_error
 from ._paths import O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, PathResolver
 
 __all__ = ["Reading"]

@@ -50,7 +50,7 @@ from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
 from ...policy import group_members
 from ...tasks import TaskRecord, TaskStatus, TaskSupervisor
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from .. import FAMILY_TOOLS
 
@@ -258,7 +258,7 @@ def bind_spawn_delegate(registry: ToolRegistry, delegate: SpawnDelegate | None) 
     """Attach ``delegate`` to the sub-agent tools of ``registry`` (and of the registries
     derived from it, which share the tools); ``None`` detaches it. The tools are listed
     while a delegate is bound here or in a session's ``ctx.extras["spawn_delegate"]``
-    (:meth:`~octos_tools.tool.Tool.unavailable_reason`).
+    (:meth:`~octos_tools.tool_types.Tool.unavailable_reason`).
 
     Returns:
         ``True`` when the tools were found (``spawn_agent`` is registered).

@@ -34,7 +34,7 @@ from pydantic import Field
 
 from ...config import ImageConfig, WebConfig
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, ImageContent, ToolResult
+from ...tool_types import ConcurrencyClass, ImageContent, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._chromium import BrowserSession
 from ._pool import INSTALL_HINT, BrowserPool, first_line

@@ -45,7 +45,7 @@ import anyio
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
 from ...workspace.text import is_binary
 from .. import MISSING_EXTRAS

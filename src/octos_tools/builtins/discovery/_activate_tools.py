@@ -23,7 +23,7 @@ from pydantic import Field, StringConstraints
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, ToolResult
+from ...tool_types import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._catalog_view import View
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
 from ...registry import CatalogEntry, ToolRegistry
-from ...tool import JSONObject
+from ...tool_types import JSONObject
 from ._hints import BUILTIN_HINTS, hints_of
 from ._ranking import Document, rank
 

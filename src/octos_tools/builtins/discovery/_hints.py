@@ -1,6 +1,6 @@
 """Search hints of the built-in tools: the words tasks use for each (never sent to a model).
 
-A tool declares its own with :attr:`octos_tools.tool.Tool.search_hints`; this table holds
+A tool declares its own with :attr:`octos_tools.tool_types.Tool.search_hints`; this table holds
 them for the built-ins whose modules do not (yet), keyed by tool name. :func:`hints_of`
 prefers the tool's own. Hints are vocabulary, not sentences: the words a person uses for
 what the tool does, which its description does not already say.
@@ -8,7 +8,7 @@ what the tool does, which its description does not already say.
 
 from __future__ import annotations
 
-from ...tool import Tool
+from ...tool_types import Tool
 
 __all__ = ["BUILTIN_HINTS", "hints_of"]
 

@@ -3,7 +3,7 @@
 Each tool is a document of five fields, :data:`FIELD_WEIGHTS`: its name (split into words:
 ``exec_command`` → ``exec``, ``command``; ``createIssue`` → ``create``, ``issue``), its
 ``search_hints`` (a small curated vocabulary a tool declares for the words tasks use for
-it: :attr:`octos_tools.tool.Tool.search_hints`), its tags, its title and description, and
+it: :attr:`octos_tools.tool_types.Tool.search_hints`), its tags, its title and description, and
 the words of its input schema (argument names, descriptions, enum values).
 Words are lower-cased, stop words dropped and stemmed with the Snowball English stemmer
 (the ``snowballstemmer`` package, imported on first use), so "tests", "testing" and

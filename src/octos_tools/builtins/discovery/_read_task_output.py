@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
 from ...tasks import TaskRecord
-from ...tool import ConcurrencyClass, ToolResult
+from ...tool_types import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool, format_validation_error
 from ._catalog_view import registry_of
 

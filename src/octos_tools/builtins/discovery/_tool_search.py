@@ -23,7 +23,7 @@ from pydantic import Field
 
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._catalog_view import DISCOVERY_TOOLS, View
 from ._ranking import Document, rank

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...workspace import text as textcodec
 from ._editing import commit_edit, encode_edit, load_for_edit
 from ._file_tool import PATH_DESCRIPTION, FileArgs, FileTool, links_note, short_diff

@@ -17,7 +17,7 @@ from .._base import WorkspaceTool
 if TYPE_CHECKING:
     from ...config import Config
     from ...context import ToolContext
-    from ...tool import JSONObject
+    from ...tool_types import JSONObject
     from ...workspace import Workspace, WriteOutcome
 
 __all__ = [

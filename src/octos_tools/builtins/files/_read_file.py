@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...workspace import text as textcodec
 from ._file_tool import (
     MAX_FULL_READ_BYTES,

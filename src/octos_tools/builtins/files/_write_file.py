@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...workspace import text as textcodec
 from ._file_tool import MAX_EDIT_BYTES, PATH_DESCRIPTION, FileArgs, FileTool, links_note
 from ._seen import seen_files

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from ...config import Config
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, ToolResult
+from ...tool_types import ConcurrencyClass, ToolResult
 from ...typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """``view_image``: show an image of the workspace to the model (octos ``view_image``).
 
 octos answers with metadata only; here the image itself reaches the model as an
-:class:`~octos_tools.tool.ImageContent` block on the result (MCP image content, OpenAI and
+:class:`~octos_tools.tool_types.ImageContent` block on the result (MCP image content, OpenAI and
 Anthropic image parts: see :mod:`octos_tools.formats`), with the metadata as text beside it.
 
 * The path is resolved like every file tool's (:meth:`Workspace.open_read`: confined to the
@@ -29,7 +29,7 @@ from pydantic import Field
 
 from ...config import Config, ImageConfig
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, ImageContent, ToolResult
+from ...tool_types import ConcurrencyClass, ImageContent, ToolResult
 from ...typed import ToolArgs
 from .._base import WorkspaceTool
 
@@ -179,7 +179,7 @@ def fit_image(data: bytes, fmt: str, *, max_side: int, max_bytes: int) -> Fitted
 
 class ViewImageTool(WorkspaceTool):
     """``view_image {path}`` (octos ``view_image``; group fs, Safe): the image itself as
-    :class:`~octos_tools.tool.ImageContent`, metadata as text (see the module docstring).
+    :class:`~octos_tools.tool_types.ImageContent`, metadata as text (see the module docstring).
 
     Args:
         workspace: the workspace (``None``: the call's ``ctx.workspace``).

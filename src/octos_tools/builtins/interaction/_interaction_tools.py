@@ -18,7 +18,7 @@ from pydantic import Field
 from ...config import Config
 from ...context import ToolContext
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from ...config import ShellConfig
 from ...context import ApprovalRequest, ToolContext
 from ...errors import ErrorKind, ToolError
 from ...sandbox import SandboxMode, SandboxSettings
-from ...tool import ConcurrencyClass, JSONObject, ToolResult, ToolSpec
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult, ToolSpec
 from ...typed import ToolArgs, TypedTool
 from .._base import WorkspaceTool
 from ._capture import MIN_OUTPUT_BYTES, OutputCapture

@@ -21,7 +21,7 @@ import signal
 
 from ...errors import ErrorKind
 from ...sandbox import blocked_note
-from ...tool import JSONObject, ToolResult
+from ...tool_types import JSONObject, ToolResult
 from ._command import RunningCommand
 
 __all__ = ["completion_result", "exit_text", "guard_lines", "sandbox_note", "seconds"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from ...errors import ErrorKind, ToolError
 from ...sandbox import SandboxSettings
 from ...sandbox._guard_ticker import ticker
-from ...tool import JSONObject, ToolResult
+from ...tool_types import JSONObject, ToolResult
 from ._capture import OutputCapture
 from ._command import RunningCommand
 from ._completion import exit_text, guard_lines, sandbox_note, seconds

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from ...errors import ErrorKind, PathError, ToolError
-from ...tool import ToolResult
+from ...tool_types import ToolResult
 from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from ._budget import Budget

@@ -10,7 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from ...errors import ErrorKind, PathError, ToolError
-from ...tool import ToolResult
+from ...tool_types import ToolResult
 from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from ._budget import Budget

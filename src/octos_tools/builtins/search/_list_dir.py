@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from ...tool import ToolResult
+from ...tool_types import ToolResult
 from ...typed import ToolArgs
-from ...workspace import Entry, is_internal_temp_name
+from ...workspace import Entry
 from ...workspace import text as textcodec
 from ._search_tool import SearchTool
 
@@ -53,32 +53,49 @@ class ListDirTool(SearchTool):
         rel = ws.relpath(path)
         small = ws.list_small_dir(path, _INLINE_DIR_BYTES)
         entries = small if small is not None else await self._bounded(lambda _b: ws.list_dir(path))
-        entries = [e for e in entries if not is_internal_temp_name(e.name)]
         if not entries:
             return ToolResult.ok(
                 f"Directory {rel} is empty.", structured_metadata={"path": rel, "entries": 0}
             )
-        # entries come sorted by name in byte order: a stable sort by kind keeps it
-        ordered = sorted(entries, key=lambda e: _KIND_ORDER[e.kind])
-        lines = [f"{len(entries)} entries in {rel}:"]
-        lines += [_entry_line(e) for e in ordered[:MAX_LIST_ENTRIES]]
-        if len(ordered) > MAX_LIST_ENTRIES:
-            lines.append(f"… and {len(ordered) - MAX_LIST_ENTRIES:,} more entries not shown")
-        counts = dict.fromkeys(_KIND_ORDER, 0)
-        for e in entries:
-            counts[e.kind] += 1
         return ToolResult.ok(
-            "\n".join(lines),
-            structured_metadata={"path": rel, "entries": len(entries), "counts": counts},
+            _listing_text(entries, rel),
+            structured_metadata={"path": rel, "entries": len(entries), "counts": _counts(entries)},
         )
 
 
-def _entry_line(e: Entry) -> str:
-    name = textcodec.display(e.name)
-    if e.kind == "dir":
-        return f"[dir]  {name}/"
-    if e.kind == "file":
-        return f"[file] {name}  ({e.size:,} bytes)"
-    if e.kind == "symlink":
-        return f"[link] {name}  (symbolic link, not followed)"
-    return f"[other] {name}"
+def _listing_text(entries: list[Entry], rel: str) -> str:
+    """The text of a listing of ``entries`` (sorted by name, as
+    :meth:`~octos_tools.workspace.Workspace.list_dir` returns them) of the folder ``rel``:
+    a count line, then directories, files with sizes, links, others, each group by name;
+    at most :data:`MAX_LIST_ENTRIES` lines of entries."""
+    groups: dict[str, list[Entry]] = {kind: [] for kind in _KIND_ORDER}
+    for e in entries:
+        groups[e.kind].append(e)
+    # One test for the whole listing instead of one per name: only a name holding an
+    # escaped byte (os.fsdecode's lone surrogates) needs textcodec.display.
+    plain = "".join([e.name for e in entries]).isascii()
+    lines = [f"{len(entries)} entries in {rel}:"]
+    room = MAX_LIST_ENTRIES
+    for kind, group in groups.items():
+        group = group[:room]
+        room -= len(group)
+        if not plain:
+            group = [e._replace(name=textcodec.display(e.name)) for e in group]
+        if kind == "dir":
+            lines += [f"[dir]  {e.name}/" for e in group]
+        elif kind == "file":
+            lines += [f"[file] {e.name}  ({e.size:,} bytes)" for e in group]
+        elif kind == "symlink":
+            lines += [f"[link] {e.name}  (symbolic link, not followed)" for e in group]
+        else:
+            lines += [f"[other] {e.name}" for e in group]
+    if len(entries) > MAX_LIST_ENTRIES:
+        lines.append(f"… and {len(entries) - MAX_LIST_ENTRIES:,} more entries not shown")
+    return "\n".join(lines)
+
+
+def _counts(entries: list[Entry]) -> dict[str, int]:
+    counts = dict.fromkeys(_KIND_ORDER, 0)
+    for e in entries:
+        counts[e.kind] += 1
+    return counts

@@ -45,7 +45,6 @@ from ._rules import (
     RG_WALK_ARGS,
     is_internal_path,
     rg_glob_escape,
-    rg_ignore_lines,
     rules_above,
 )
 
@@ -266,7 +265,7 @@ def grep_rg(
         cmd.append("-")
     else:
         above = target != "." and q.rules_from_above
-        lines = rg_ignore_lines(rules_above(ws, target)) if above else []
+        lines = rules_above(ws, target).rg_ignore_lines() if above else []
         if lines:
             ignore_file = tempfile.NamedTemporaryFile(
                 "w", encoding="utf-8", suffix=".gitignore", prefix="octos-grep-"

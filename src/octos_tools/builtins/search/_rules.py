@@ -28,7 +28,7 @@
 
 The Python walker (:mod:`._walk`) applies :class:`IgnoreRules` (patterns matched by the
 ``pathspec`` library's ``GitIgnoreSpec``); the ``rg`` engine applies the same rule through
-:data:`RG_WALK_ARGS` plus, for a search below the root, :func:`rg_ignore_lines` of the
+:data:`RG_WALK_ARGS` plus, for a search below the root, :meth:`IgnoreRules.rg_ignore_lines` of the
 directories above it. Tests compare the two walks on trees built to tell them apart.
 
 Sources: gitignore(5) (https://git-scm.com/docs/gitignore) and ripgrep's ``ignore`` crate
@@ -62,7 +62,6 @@ __all__ = [
     "hidden_prefix",
     "is_internal_path",
     "rg_glob_escape",
-    "rg_ignore_lines",
     "rules_above",
 ]
 
@@ -207,7 +206,7 @@ class _Level:
     base: str  # workspace-relative directory of the rules ("" for the root)
     gitignore: _Compiled | None
     exclude: _Compiled | None
-    lines: tuple[str, ...]  # .gitignore lines (for rg_ignore_lines)
+    lines: tuple[str, ...]  # .gitignore lines (for IgnoreRules.rg_ignore_lines)
     exclude_lines: tuple[str, ...]
 
 
@@ -260,6 +259,18 @@ class IgnoreRules:
     def empty(self) -> bool:
         """No rule applies."""
         return not self._levels
+
+    def rg_ignore_lines(self) -> list[str]:
+        """These rules as lines of one gitignore file relative to the workspace root, for
+        ``rg --ignore-file`` (rg runs with ``--no-ignore-parent``, so it never reads an
+        ignore file above the directory it searches). Exclude rules come first: later lines
+        win."""
+        out: list[str] = []
+        for level in self._levels:
+            out += [r for ln in level.exclude_lines if (r := _rooted(level.base, ln)) is not None]
+        for level in self._levels:
+            out += [r for ln in level.lines if (r := _rooted(level.base, ln)) is not None]
+        return out
 
 
 def rules_above(ws: Workspace, target: str) -> IgnoreRules:
@@ -333,16 +344,3 @@ def _rooted(base: str, line: str) -> str | None:
     else:
         rooted = f"/{base}/**/{core}{trail}"
     return ("!" if neg else "") + rooted
-
-
-def rg_ignore_lines(rules: IgnoreRules) -> list[str]:
-    """``rules`` as lines of one gitignore file relative to the workspace root, for
-    ``rg --ignore-file`` (rg runs with ``--no-ignore-parent``, so it never reads an ignore
-    file above the directory it searches). Exclude rules come first: later lines win."""
-    out: list[str] = []
-    levels = rules._levels
-    for level in levels:
-        out += [r for ln in level.exclude_lines if (r := _rooted(level.base, ln)) is not None]
-    for level in levels:
-        out += [r for ln in level.lines if (r := _rooted(level.base, ln)) is not None]
-    return out

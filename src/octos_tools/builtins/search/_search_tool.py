@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass
+from ...tool_types import ConcurrencyClass
 from .._base import WorkspaceTool
 from ._budget import Budget, BudgetExceeded, run_in_thread
 

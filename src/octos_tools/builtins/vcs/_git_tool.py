@@ -88,7 +88,7 @@ from pydantic import Field
 
 from ... import trusted_programs
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
 from .._base import WorkspaceTool
 from ..runtime import command_env

@@ -32,7 +32,7 @@ from pydantic import Field
 from ..._progress import heartbeat
 from ...config import WebConfig
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._content import decode_body, html_to_markdown, html_to_text, is_html, is_text
 from ._guard import HostAllowList, check_host, parse_ip_literal

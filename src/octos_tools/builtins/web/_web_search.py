@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ...config import WebConfig
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs, TypedTool
 from ._search_providers import SearchHit, SearchProvider, build_providers
 

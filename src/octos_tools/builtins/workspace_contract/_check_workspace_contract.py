@@ -36,7 +36,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ...errors import ErrorKind, ToolError
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
 from .._base import WorkspaceTool
 

@@ -17,7 +17,7 @@ from pydantic import Field
 from ...errors import ErrorKind, ToolError
 from ...history import HistoryStore, HistoryUnavailable, history_for
 from ...history._restore import newest_note, restore
-from ...tool import ConcurrencyClass, JSONObject, ToolResult
+from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
 from ...workspace import text as textcodec
 from .._base import WorkspaceTool

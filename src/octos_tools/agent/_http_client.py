@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ..tool import JSONObject, ToolSpec
-from .errors import (
+from ..tool_types import JSONObject, ToolSpec
+from .provider import ModelTurn
+from .provider_errors import (
     ProviderAuthError,
     ProviderConnectionError,
     ProviderResponseError,
     ProviderStatusError,
     ProviderTimeoutError,
 )
-from .provider import ModelTurn
 
 if TYPE_CHECKING:
     import httpx2

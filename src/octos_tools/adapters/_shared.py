@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorKind
-from ..tool import ToolResult, ToolSpec
+from ..tool_types import ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from ..context import ApprovalRequest, ToolContext

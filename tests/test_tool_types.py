@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from octos_tools.errors import ErrorKind, ToolError
-from octos_tools.tool import ConcurrencyClass, JSONObject, TokenUsage, Tool, ToolResult
+from octos_tools.tool_types import ConcurrencyClass, JSONObject, TokenUsage, Tool, ToolResult
 
 
 def test_tool_is_abstract() -> None:
