@@ -1,6 +1,6 @@
 """What the file tools never touch inside a workspace (octos_tools.workspace._off_limits): the
-credential stores and the state folder when the workspace holds the home folder (break-test
-finding #13), with real files in a fake home: reads, listings, walks (both grep engines,
+credential stores and the state folder when the workspace holds the home folder (found by a break
+test), with real files in a fake home: reads, listings, walks (both grep engines,
 glob, code_structure, hard-link search), writes, patches, the history and a restore, the
 ``deny_read`` entries of the config, and the warning of ``call``."""
 

@@ -218,12 +218,15 @@ def _load(config: Path | None, read_only: bool = False, sandbox: str | None = No
     return cfg
 
 
-def _sandbox_line(cfg: Config) -> None:
+def _sandbox_line(cfg: Config, workspace: Path | None = None) -> None:
     """One stderr line saying how commands are confined (``serve``'s start): a warning
     when the mode cannot be enforced here (each command then answers
-    ``sandbox_unavailable``)."""
+    ``sandbox_unavailable``), and one when the workspace holds the server's own code
+    (bubblewrap keeps it read-only for commands, Landlock cannot, so
+    commands are refused there)."""
     from .errors import ToolError
     from .sandbox import resolve_engine, settings_from_config
+    from .sandbox._own_code import own_code_inside
 
     box = settings_from_config(cfg, config_path=cfg.source_path)
     try:
@@ -234,6 +237,21 @@ def _sandbox_line(cfg: Config) -> None:
     if engine == "none":
         _note("commands run unconfined (sandbox danger-full-access)")
         return
+    roots = [str(workspace)] if workspace is not None else []
+    roots += [os.path.realpath(os.path.expanduser(r)) for r in cfg.sandbox.writable_roots]
+    code = own_code_inside(roots) if box.mode.value == "workspace-write" else []
+    if code:
+        how = (
+            "bubblewrap keeps it read-only for commands"
+            if engine == "bubblewrap"
+            else "Landlock cannot keep it read-only, so every command will answer "
+            "sandbox_unavailable"
+        )
+        _warn(
+            f"the workspace contains the server's own code ({code[0]}): {how}; the file "
+            "tools refuse to write it. Serve another folder than the server's own clone "
+            "and virtual environment"
+        )
     net = "on" if box.network else "off"
     logger.info("commands run in the %s sandbox (%s, network %s)", box.mode, engine, net)
 
@@ -966,6 +984,7 @@ def contract(
 
 @sandbox_app.command("check")
 def sandbox_check(
+    workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_output: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -976,11 +995,14 @@ def sandbox_check(
     command per mode; the mode of the configuration (and the engine ``auto`` picks) comes
     first. Exit 1 when the configured mode cannot be enforced.
     """
+    from . import trusted_programs
     from .errors import ToolError
     from .sandbox import SandboxMode, engine_status, resolve_engine, settings_from_config
     from .sandbox._probe import NOT_ENFORCED, TRADE_OFFS, run_check
 
     cfg = _load(config)
+    root = workspace if workspace is not None else (cfg.workspace or os.getcwd())
+    trusted_programs.distrust_folders([root, *cfg.sandbox.writable_roots])
     box = settings_from_config(cfg, config_path=cfg.source_path)
     try:
         chosen: str | None = resolve_engine(box)
@@ -1010,6 +1032,15 @@ def sandbox_check(
             else ""
         )
     ]
+    skipped = {
+        name: trusted_programs.untrusted_hits(name) for name in trusted_programs.SERVER_PROGRAMS
+    }
+    report["untrusted_programs"] = [
+        {"program": hit, "why": why} for hits in skipped.values() for hit, why in hits
+    ]
+    for name, hits in skipped.items():
+        for _hit, why in hits:
+            lines.append(f"untrusted {name} on PATH, never run: {why}")
     for status in engine_status():
         entry: dict[str, Any] = {
             "name": status.name,
@@ -1146,7 +1177,7 @@ def serve(
             except ConfigError as exc:
                 _usage_error(str(exc))
     registry = _registry(cfg, workspace)
-    _sandbox_line(cfg)
+    _sandbox_line(cfg, registry.workspace.root if registry.workspace is not None else None)
     _off_limits_line(registry, serving=True)
     sock = None
     if transport == "http":

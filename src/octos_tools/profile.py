@@ -17,6 +17,7 @@ the first request stays the same size however many tools are registered or mount
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ from .lifecycle import ToolLifecycle
 from .policy import ToolPolicy, group_members, resolve_provider_policy
 from .registry import ToolRegistry
 from .tool_types import ConcurrencyClass, Tool
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -246,6 +249,12 @@ def _build(
     # what commands may not read, file tools may not touch (workspace._off_limits)
     token = config.serve.auth_token_file
     ws.off_limits.protect(config.sandbox.deny_read, [token] if token else [])
+
+    from . import trusted_programs
+
+    # sandboxed commands write these: the server takes none of its own programs from them
+    trusted_programs.distrust_folders([ws.root, *config.sandbox.writable_roots])
+    _protect_server_files(ws, config)
     # the listed tools are the LRU's base tools unless the configuration names its own
     base = config.base_tools if "base_tools" in config.model_fields_set else DEFAULT_LISTED
     registry = ToolRegistry(
@@ -273,6 +282,29 @@ def _build(
     apply_deferral(registry, config, defer=defer)
     apply_stages(registry, config)
     return registry
+
+
+def _protect_server_files(ws: Workspace, config: Config) -> None:
+    """What the server runs itself stays out of the file tools' reach when it lies in the
+    workspace (the sandbox keeps it read-only for commands too): the programs of its hooks
+    (:mod:`octos_tools.hook_programs`, warned about: they belong outside the workspace) and
+    the folders its own code is imported from."""
+    from .hook_programs import hook_commands, hook_programs
+    from .sandbox._own_code import own_code_inside
+
+    root = str(ws.root)
+    inside = root.rstrip("/") + "/"
+    for program in hook_programs(hook_commands(config), root):
+        if program.startswith(inside):
+            ws.protect_file(program, "a program a hook runs")
+            logger.warning(
+                "hook program %s lies in the workspace: commands and file tools may not "
+                "change it, but what it loads may be; keep hook programs outside the "
+                "workspace (docs/hooks.md)",
+                program,
+            )
+    for folder in own_code_inside([root]):
+        ws.protect_file(folder, "the server's own code")
 
 
 def apply_stages(registry: ToolRegistry, config: Config) -> None:

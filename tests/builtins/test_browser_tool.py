@@ -390,9 +390,9 @@ async def test_browser_closes_when_its_tool_session_ends(
 async def test_without_chromium_the_tool_answers_unavailable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import shutil
+    from octos_tools import trusted_programs
 
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(trusted_programs, "which", lambda name: None)
     t = BrowserTool()
     result = await act(t, action="navigate", url="https://example.com/")
     assert result.error_kind is not None and result.error_kind.value == "unavailable"

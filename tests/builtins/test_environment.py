@@ -245,7 +245,7 @@ async def test_rg_and_git_children_get_the_scrubbed_environment(
     assert found.success and "a.txt" in found.output, found.output
 
     fake_git, git_dump = _env_dumper(tmp_path, real_git, "git")
-    monkeypatch.setattr(git_module.shutil, "which", lambda _name: str(fake_git))
+    monkeypatch.setattr(git_module.trusted_programs, "which", lambda _name: str(fake_git))
     status = await call(git_module.GitTool(Workspace(ws)), {"command": "status"})
     assert status.success, status.output
 

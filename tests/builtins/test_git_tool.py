@@ -319,7 +319,9 @@ async def test_not_a_repository(tmp_path: Path) -> None:
 
 
 async def test_git_missing_is_unavailable(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    from octos_tools import trusted_programs
+
+    monkeypatch.setattr(trusted_programs, "which", lambda name: None)
     result = await run(repo, command="status")
     assert result.error_kind == "unavailable" and "git" in result.output
 

@@ -13,10 +13,11 @@ so a workspace's ``.gitattributes`` cannot make git store other bytes than the f
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+from .. import trusted_programs
 
 __all__ = ["EMAIL", "IDENT", "GitError", "GitRunner"]
 
@@ -58,7 +59,7 @@ class GitRunner:
     """
 
     def __init__(self, git_dir: Path, index: Path, work_tree: Path) -> None:
-        exe = shutil.which("git")
+        exe = trusted_programs.which("git")
         if exe is None:
             raise GitError("the git program is not installed")
         self.exe = exe

@@ -84,9 +84,9 @@ def _sandboxed(
     mode = SandboxMode(cfg.sandbox)
     if mode is SandboxMode.DANGER_FULL_ACCESS:
         return ServerSpawn(argv, dict(cfg.env))
-    import shutil
+    from .. import trusted_programs
 
-    program = shutil.which(cfg.command) or cfg.command
+    program = trusted_programs.which(cfg.command) or cfg.command
     settings = SandboxSettings(
         mode=mode,
         network=cfg.network,

@@ -31,6 +31,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..hook_programs import hook_commands, hook_programs
 from ._detect import EngineStatus, bubblewrap_status, landlock_status
 from ._notes import blocked_note
 from ._settings import ENGINES, SandboxMode, SandboxSettings
@@ -75,6 +76,7 @@ def settings_from_config(
     *,
     mode: SandboxMode | str | None = None,
     config_path: str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> SandboxSettings:
     """The commands' sandbox for ``config``.
 
@@ -82,9 +84,11 @@ def settings_from_config(
       it at most ``read-only`` (commands run read-only instead of being removed);
     * the network: ``[sandbox] network``, and always off when the policy denies the web;
       ``[sandbox] allowed_hosts`` (egress through the proxy) likewise dropped then;
-    * the server's own files: its config file (``config_path``) and audit log
-      (``[audit] path``) read-only, its MCP token file (``serve.auth_token_file``) and
-      state folder unreadable.
+    * the server's own files: its config file (``config_path``), its audit log
+      (``[audit] path``, append-only) and the programs its hooks run
+      (:func:`octos_tools.hook_programs.hook_programs`, relative to ``workspace``, default
+      ``config.workspace`` or the current folder) read-only, its MCP token file
+      (``serve.auth_token_file``) and state folder unreadable.
 
     Raises:
         ValueError: ``mode`` is not a mode name.
@@ -100,6 +104,11 @@ def settings_from_config(
     if config.serve.auth_token_file:
         secrets.append(os.path.abspath(os.path.expanduser(config.serve.auth_token_file)))
     web_off = web_denied(config)
+    pinned = [os.path.abspath(config_path)] if config_path else []
+    commands = hook_commands(config)
+    if commands:
+        where = workspace if workspace is not None else (config.workspace or os.getcwd())
+        pinned += [p for p in hook_programs(commands, where) if p not in pinned]
     audit = config.audit.path
     return SandboxSettings(
         mode=chosen,
@@ -108,7 +117,7 @@ def settings_from_config(
         allowed_hosts=() if web_off else tuple(section.allowed_hosts),
         writable_roots=tuple(section.writable_roots),
         deny_read=tuple(section.deny_read),
-        read_only_paths=(os.path.abspath(config_path),) if config_path else (),
+        read_only_paths=tuple(pinned),
         append_only_paths=(os.path.abspath(os.path.expanduser(audit)),) if audit else (),
         secret_paths=tuple(secrets),
         reason=reason,
@@ -121,6 +130,8 @@ def wrap_command(
     env: Mapping[str, str],
     settings: SandboxSettings,
     workspace: str | os.PathLike[str] | None,
+    *,
+    tty: str | None = None,
 ) -> SandboxSpawn:
     """What to spawn to run ``argv`` in ``cwd`` with ``env`` under ``settings``.
 
@@ -130,6 +141,8 @@ def wrap_command(
         env: the complete environment.
         settings: the sandbox (``danger-full-access``: ``argv`` unchanged).
         workspace: the workspace root, writable in ``workspace-write``.
+        tty: the slave of the command's own pseudo-terminal (``/dev/pts/N``), the only
+            terminal besides ``/dev/tty`` it may open under Landlock; ``None``: none.
 
     Returns:
         A :class:`SandboxSpawn`; call its ``close()`` after the process started.
@@ -143,6 +156,7 @@ def wrap_command(
         cwd=os.fspath(cwd),
         env=env,
         workspace=os.fspath(workspace) if workspace is not None else None,
+        tty=tty,
     )
 
 

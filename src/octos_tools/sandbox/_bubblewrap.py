@@ -12,6 +12,8 @@ The view, built in this order (a later mount wins over an earlier one)::
     --bind TMP /tmp               the private temp folder ($TMPDIR=/tmp)
     --bind ROOT ROOT              each writable root (workspace-write)
     --bind GITDIR GITDIR          each git folder pinned as a mount point (not renamable)
+    --bind D D                    each folder above a read-only path in a writable root,
+                                  pinned the same way
     --ro-bind P P                 what makes git run code, the server's config (read-only)
     --perms 0000 --tmpfs D --remount-ro D
                                   an unreadable folder (credential store, state folder):
@@ -107,6 +109,8 @@ def bwrap_args(
     for gitdir in gitdirs:
         if _under(gitdir, writable) and os.path.isdir(gitdir):
             args += ["--bind", gitdir, gitdir]
+    for folder in _pinned_parents(writable, read_only, gitdirs):
+        args += ["--bind", folder, folder]
     for path in read_only:
         if not _under(path, writable):
             if os.path.lexists(path) and _under(path, ["/tmp"]):
@@ -126,6 +130,34 @@ def bwrap_args(
         args += ["--sync-fd", str(sync_fd)]
     args += ["--seccomp", str(seccomp_fd), "--die-with-parent", "--chdir", cwd, "--"]
     return args
+
+
+def _pinned_parents(
+    writable: Sequence[str], read_only: Sequence[str], gitdirs: Sequence[str]
+) -> list[str]:
+    """The folders between a writable root and each read-only path inside it: bound onto
+    themselves (still writable) so that they become mount points, which cannot be renamed
+    (``EBUSY``). Else ``mv scripts s2 && mkdir scripts`` would put a new, writable file
+    where a read-only one was (a hook program, a module of the server's own code); the
+    rename of a folder that merely *contains* a mount point succeeds."""
+    out: list[str] = []
+    done = set(gitdirs) | set(writable)
+    for path in read_only:
+        roots = [r for r in writable if _under(path, [r]) and path != r]
+        if not roots:
+            continue
+        root = max(roots, key=len).rstrip("/")
+        current = os.path.dirname(path)
+        chain: list[str] = []
+        while current.startswith(root + "/"):
+            chain.append(current)
+            current = os.path.dirname(current)
+        for folder in reversed(chain):
+            if folder in done or os.path.islink(folder) or not os.path.isdir(folder):
+                continue
+            done.add(folder)
+            out.append(folder)
+    return out
 
 
 def _read_only_mount(path: str) -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 
@@ -34,19 +33,38 @@ class EngineStatus:
     fix: str = ""
 
 
-@functools.cache
 def bubblewrap_status() -> EngineStatus:
-    """Start ``bwrap`` once with the namespaces the engine uses; cached."""
+    """The ``bwrap`` that :func:`octos_tools.trusted_programs.which` finds, started once
+    with the namespaces the engine uses (cached per path). A ``bwrap`` on ``PATH`` that a
+    command could have planted (in a writable root, or changeable by another user) is
+    never used: the status names it."""
+    from .. import trusted_programs
+
     if not _seccomp.supported():
         return EngineStatus("bubblewrap", False, "no seccomp filter for this architecture")
-    path = shutil.which("bwrap")
+    path = trusted_programs.which("bwrap")
     if path is None:
+        skipped = trusted_programs.untrusted_hits("bwrap")
+        if skipped:
+            hit, why = skipped[0]
+            return EngineStatus(
+                "bubblewrap",
+                False,
+                f"the only bwrap on PATH is not trusted: {why}",
+                f"remove {hit} or take its folder off PATH, and install bubblewrap in a "
+                "system folder (Debian/Ubuntu: apt-get install bubblewrap)",
+            )
         return EngineStatus(
             "bubblewrap",
             False,
             "bwrap is not installed",
             "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)",
         )
+    return _bubblewrap_probe(path)
+
+
+@functools.cache
+def _bubblewrap_probe(path: str) -> EngineStatus:
     probe = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     probe += ["--unshare-pid", "--unshare-net", "--die-with-parent", "--", "/bin/true"]
     try:

@@ -450,7 +450,7 @@ class GitGuard:
             return self._neutralise(path, what, old, mode, None)
         if kind == "hook":
             return self._neutralise(path, "a git hook", old, mode, None)
-        what = "a change to the server's own config file (read-only)"
+        what = "a change to the server's own config file or a hook's program (read-only)"
         return self._neutralise(path, what, old, mode, None)
 
     def _neutralise(

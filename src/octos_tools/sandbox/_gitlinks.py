@@ -12,8 +12,9 @@ index.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+
+from .. import trusted_programs
 
 __all__ = ["gitlinks"]
 
@@ -24,7 +25,7 @@ def gitlinks(gitdir: str) -> list[str]:
     """The paths (relative to the work tree, ``/``-separated) of the gitlinks in the index
     of the repository whose git folder is ``gitdir``; empty when it has no index, git is
     missing or fails (the guard then judges what its walk found, as before)."""
-    exe = shutil.which("git")
+    exe = trusted_programs.which("git")
     if exe is None or not os.path.isfile(os.path.join(gitdir, "index")):
         return []
     env = {

@@ -156,7 +156,7 @@ class ProbeSet:
         (self.home / ".ssh" / self.key_name).write_text("SECRET-SSH\n")
         (self.ws / "README").write_text("readable\n")
         self.config.write_text("[sandbox]\n")
-        git = ["git", "-c", "user.name=p", "-c", "user.email=p@p", "-C", str(self.ws)]
+        git = [_git(), "-c", "user.name=p", "-c", "user.email=p@p", "-C", str(self.ws)]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
         subprocess.run([*git, "init", "-q"], check=True, env=env)
         # a per-worktree config is read: a command must not create one that runs a program
@@ -283,7 +283,7 @@ class ProbeSet:
             if folder.is_dir():
                 with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                     subprocess.run(
-                        ["git", "status", "--short"],
+                        [_git(), "status", "--short"],
                         cwd=folder,
                         env=env,
                         capture_output=True,
@@ -403,7 +403,7 @@ def _received(sock: socket.socket) -> bool:
 
 def _commits(ws: Path) -> int:
     done = subprocess.run(
-        ["git", "-C", str(ws), "rev-list", "--count", "HEAD"],
+        [_git(), "-C", str(ws), "rev-list", "--count", "HEAD"],
         capture_output=True,
         text=True,
         check=False,
@@ -459,3 +459,10 @@ def run_check(engine: str, mode: SandboxMode) -> list[ProbeResult]:
     with ProbeSet() as ps:
         output = asyncio.run(run(ps))
         return ps.verify(output, mode)
+
+
+def _git() -> str:
+    """The git the server trusts (:mod:`octos_tools.trusted_programs`)."""
+    from .. import trusted_programs
+
+    return trusted_programs.which("git") or "git"

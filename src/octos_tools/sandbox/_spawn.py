@@ -17,8 +17,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import trusted_programs
 from ..errors import ErrorKind, ToolError
-from . import _bridge, _bubblewrap, _detect, _git_guard, _landlock, _protected, _seccomp
+from . import (
+    _bridge,
+    _bubblewrap,
+    _detect,
+    _git_guard,
+    _landlock,
+    _own_code,
+    _protected,
+    _seccomp,
+)
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = ["Sandbox", "SandboxSpawn", "ServerSpawn", "resolve_engine", "sandbox_for"]
@@ -130,6 +140,7 @@ class Sandbox:
 
     def _private(self, kind: str) -> str:
         path = tempfile.mkdtemp(prefix=f"octos-sandbox-{kind}-")
+        trusted_programs.distrust_folders([path])  # commands write it: no server program
         weakref.finalize(self, shutil.rmtree, path, True)
         return path
 
@@ -158,7 +169,9 @@ class Sandbox:
             return []
         roots = [os.path.realpath(workspace)] if workspace else []
         roots += [os.path.realpath(os.path.expanduser(r)) for r in s.writable_roots]
-        return [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+        found = [r for r in dict.fromkeys(roots) if os.path.isdir(r)]
+        trusted_programs.distrust_folders(found)
+        return found
 
     def unreadable(self) -> list[str]:
         """What commands may not read (credential stores, deny_read, the server's secrets)."""
@@ -187,6 +200,7 @@ class Sandbox:
         env: Mapping[str, str],
         workspace: str | None,
         visible: Sequence[str] = (),
+        tty: str | None = None,
         guard: bool = True,
     ) -> SandboxSpawn:
         """What to spawn to run ``argv`` in ``cwd`` under this sandbox.
@@ -197,6 +211,8 @@ class Sandbox:
             env: the complete environment for the command.
             workspace: the workspace root (absolute), or ``None``.
             visible: more folders to keep visible (read-only) under ``/tmp`` (bubblewrap).
+            tty: the command's own pty slave, the one ``/dev/pts`` entry Landlock lets it
+                open (bubblewrap gives it a private ``/dev/pts`` anyway).
             guard: take the git guard's view (``False`` in the Landlock launcher: the
                 process that started it guards).
 
@@ -204,12 +220,12 @@ class Sandbox:
             ToolError: ``sandbox_unavailable`` when no engine can enforce the mode here.
         """
         s = self.settings
+        writable = self.writable_roots(workspace)  # first: no server program from them
         engine = resolve_engine(s)
         env = dict(env)
         if engine == "none":
             return SandboxSpawn(list(argv), env)
         network, egress = s.network, s.egress
-        writable = self.writable_roots(workspace)
         pinned = [os.path.abspath(p) for p in s.read_only_paths]
         watch: _git_guard.GuardWatch | None = None
         found: list[str] = []
@@ -218,13 +234,25 @@ class Sandbox:
             watch = git_guard.watch()
             found = git_guard.mount_paths()
         gitdirs = [os.path.dirname(p) for p in found if os.path.basename(p) == "hooks"]
+        code = _own_code.own_code_inside(writable)
+        if code and engine == "landlock":
+            raise ToolError(
+                ErrorKind.SANDBOX_UNAVAILABLE,
+                f"the server's own code ({code[0]}) lies inside a folder commands may write, "
+                "and Landlock cannot keep a folder inside a writable root read-only: a "
+                "command could change what the server runs next, outside the sandbox, so the "
+                "command was not run. Fix: serve a workspace that does not contain the "
+                "server's package or virtual environment (install it elsewhere), or use "
+                'engine = "bubblewrap", which mounts them read-only',
+                mode=str(s.mode),
+                engine=engine,
+                cause="own code in a writable root",
+            )
         logs = [os.path.abspath(p) for p in s.append_only_paths]
-        read_only = [*found, *(p for p in [*pinned, *logs] if os.path.lexists(p))]
+        read_only = [*found, *(p for p in [*pinned, *logs] if os.path.lexists(p)), *code]
         unreadable = self.unreadable()
         if engine == "bubblewrap":
-            import shutil as _sh
-
-            bwrap = _sh.which("bwrap") or "bwrap"
+            bwrap = _detect.bubblewrap_status().detail  # the trusted bwrap resolve_engine ran
             fd = os.memfd_create("octos-seccomp", os.MFD_CLOEXEC)
             os.write(
                 fd, _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
@@ -286,7 +314,9 @@ class Sandbox:
             env["HOME"] = self.home
         env["TMPDIR"] = self.tmpdir
         ports = (_bridge.for_landlock(env, s.allowed_hosts),) if egress else ()
-        ruleset = self._landlock_ruleset(writable_all, unreadable, network, ports)
+        # /dev/pts is unreadable (the user's other terminals); the own pty is granted back
+        hidden = [*unreadable, "/dev/pts"] if os.path.isdir("/dev/pts") else unreadable
+        ruleset = self._landlock_ruleset(writable_all, hidden, network, ports, tty)
         prog = _seccomp.filter_program(deny_all_sockets=not network, inet_stream_only=egress)
         return SandboxSpawn(
             list(argv),
@@ -382,8 +412,9 @@ class Sandbox:
         unreadable: list[str],
         network: bool,
         ports: tuple[int, ...] = (),
+        tty: str | None = None,
     ) -> _landlock.LandlockRuleset:
-        key = (*writable, "\0", *unreadable, "\0", *map(str, ports))
+        key = (*writable, "\0", *unreadable, "\0", *map(str, ports), "\0", tty or "")
         now = time.monotonic()
         with self._lock:
             cached = self._ruleset
@@ -395,10 +426,13 @@ class Sandbox:
             for root in writable:  # a workspace that holds ~/.ssh: split around it
                 grants += _landlock.split_grants(root, unreadable, all_rights)
             dev_rw = _landlock.READ_FILE | _landlock.WRITE_FILE | _landlock.IOCTL_DEV
+            # the terminal: /dev/tty (the controlling terminal) and the command's own pty
+            # slave by path; not all of /dev/pts, which holds the user's other terminals
+            # (writing one injects text, reading it steals keystrokes)
             grants += [
                 ("/dev/null", dev_rw | _landlock.TRUNCATE),
                 ("/dev/tty", dev_rw),
-                ("/dev/pts", dev_rw),
+                *([(tty, dev_rw)] if tty and tty.startswith("/dev/pts/") else []),
                 ("/dev/ptmx", dev_rw),
                 ("/dev", _landlock.IOCTL_DEV),
             ]
@@ -437,7 +471,7 @@ def _environment_roots(program: str) -> list[str]:
     venv) and the folder of the file it links to. Kept visible when they are under the
     replaced ``/tmp`` (a project cloned or a venv made there)."""
     if not os.path.isabs(program):
-        found = shutil.which(program)
+        found = trusted_programs.which(program)
         if found is None:
             return []
         program = found

@@ -85,13 +85,14 @@ class PathResolver:
         self._protected: dict[str, str] = {}
 
     def protect_file(self, path: str | os.PathLike[str], what: str) -> None:
-        """Make the file tools refuse to write ``path`` (``permission_denied``), as the
-        command sandbox keeps it read-only: the server's own config file, its audit log.
+        """Make the file tools refuse to write, move or delete ``path`` (a file, or a folder
+        and all it holds; ``permission_denied``), as the command sandbox keeps it read-only:
+        the server's own config file, a hook's program, the server's own code.
 
         Args:
-            path: the file (absolute, or relative to the current folder); outside the
-                root it is ignored (the file tools cannot reach it anyway).
-            what: what the file is, for the message (``"the server's own config file"``).
+            path: absolute, or relative to the current folder; outside the root it is
+                ignored (the file tools cannot reach it anyway).
+            what: what it is, for the message (``"a hook's program"``).
         """
         real = os.path.realpath(os.path.expanduser(os.fspath(path)))
         if real.startswith(str(self.root).rstrip("/") + "/"):
@@ -240,14 +241,19 @@ class PathResolver:
 
         if not parts:
             return
-        if self._protected:
-            what = self._protected.get(os.path.join(str(self.root), *parts))
-            if what is not None:
-                raise PathError(
-                    ErrorKind.PERMISSION_DENIED,
-                    f"{show(text[:80])} is {what}: file tools never write it (commands "
-                    "may not either). A person changes it outside the agent",
-                )
+        full = os.path.join(str(self.root), *parts)
+        for guarded, what in self._protected.items():  # a folder: all it holds, too
+            if full == guarded or full.startswith(guarded + "/"):
+                how = "is" if full == guarded else "is inside"
+            elif guarded.startswith(full + "/"):  # moving or deleting it removes that
+                how = "holds"
+            else:
+                continue
+            raise PathError(
+                ErrorKind.PERMISSION_DENIED,
+                f"{show(text[:80])} {how} {what}: file tools never write it (commands "
+                "may not either). A person changes it outside the agent",
+            )
         why = _git_code.write_refusal(str(self.root), parts)
         if why is not None:
             raise PathError(

@@ -15,12 +15,12 @@ the browser is better run as an unprivileged user.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ... import trusted_programs
 from ...config import WebConfig
 from ._routing import GuardedFetcher, launch_args
 
@@ -36,7 +36,7 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrom
 def find_chromium() -> str | None:
     """The path of a Chromium (or Chrome) executable on ``PATH``, or ``None``."""
     for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
+        found = trusted_programs.which(name)
         if found:
             return found
     return None

@@ -91,7 +91,7 @@ def register(registry: ToolRegistry, workspace: Workspace, config: Config) -> No
     """
     from ...sandbox import settings_from_config
 
-    box = settings_from_config(config, config_path=config.source_path)
+    box = settings_from_config(config, config_path=config.source_path, workspace=workspace.root)
     policy = config.approval_policy
     sessions = SessionManager(config.shell.max_sessions, config.shell.max_sessions_per_client)
     registry.register(ShellTool(workspace, config.shell, sessions, box, policy))

@@ -161,19 +161,36 @@ class RunningCommand:
         """
         protect_host_environment()
         argv = ["/bin/sh", "-c", command]
-        spawn = (
-            wrap_command(argv, cwd, env, sandbox, workspace)
-            if sandbox is not None
-            else SandboxSpawn(argv, dict(env))
-        )
+        # the terminal first: under Landlock the command may open its own pty's slave (by
+        # path) and no other terminal of the user
+        pty = os.openpty() if tty else None
         try:
-            return await cls._spawn(spawn, cwd=cwd, capture=capture, tty=tty, stdin=stdin)
+            spawn = (
+                wrap_command(
+                    argv, cwd, env, sandbox, workspace, tty=os.ttyname(pty[1]) if pty else None
+                )
+                if sandbox is not None
+                else SandboxSpawn(argv, dict(env))
+            )
+        except BaseException:
+            for fd in pty or ():
+                os.close(fd)
+            raise
+        try:
+            return await cls._spawn(spawn, cwd=cwd, capture=capture, tty=tty, stdin=stdin, pty=pty)
         finally:
             spawn.close()
 
     @classmethod
     async def _spawn(
-        cls, spawn: SandboxSpawn, *, cwd: Path, capture: OutputCapture, tty: bool, stdin: bool
+        cls,
+        spawn: SandboxSpawn,
+        *,
+        cwd: Path,
+        capture: OutputCapture,
+        tty: bool,
+        stdin: bool,
+        pty: tuple[int, int] | None = None,
     ) -> RunningCommand:
         self = cls(capture)
         self.tty = tty
@@ -185,7 +202,7 @@ class RunningCommand:
         child_fds: list[int] = []
         try:
             if tty:
-                master, slave = os.openpty()
+                master, slave = pty if pty is not None else os.openpty()
                 child_fds.append(slave)
                 self._out_fd = master
                 self._in_fd = os.dup(master)

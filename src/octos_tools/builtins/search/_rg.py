@@ -21,13 +21,13 @@ import dataclasses
 import json
 import os
 import selectors
-import shutil
 import stat as stat_mod
 import subprocess
 import sys
 import tempfile
 from typing import IO, TYPE_CHECKING, Any
 
+from ... import trusted_programs
 from ...errors import ErrorKind, ToolError
 from ...workspace import text as textcodec
 from ..runtime import command_env
@@ -62,15 +62,18 @@ _MAX_SKIPPED = 200
 
 def find_rg() -> str | None:
     """Path of the ``rg`` binary: next to ``sys.executable`` (the venv's ``bin``, where the
-    ``ripgrep`` wheel puts it), then ``PATH``; ``None`` if neither has one.
-    ``OCTOS_TOOLS_NO_RG=1`` forces ``None``."""
+    ``ripgrep`` wheel puts it), then ``PATH``; ``None`` if neither has one that the server
+    may run (:mod:`octos_tools.trusted_programs`: a venv inside a folder sandboxed commands
+    write is skipped, with a warning naming it). ``OCTOS_TOOLS_NO_RG=1`` forces ``None``."""
     if os.environ.get("OCTOS_TOOLS_NO_RG") == "1":
         return None
     exe = "rg.exe" if os.name == "nt" else "rg"
     beside = os.path.join(os.path.dirname(sys.executable), exe)
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
-    return shutil.which(exe)
+        found = trusted_programs.which(beside)
+        if found is not None:
+            return found
+    return trusted_programs.which(exe)
 
 
 def rg_command(rg: str, q: GrepQuery) -> list[str]:

@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import subprocess
 from collections.abc import Sequence
@@ -87,6 +86,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
+from ... import trusted_programs
 from ...errors import ErrorKind, ToolError
 from ...tool_types import ConcurrencyClass, JSONObject, ToolResult
 from ...typed import ToolArgs
@@ -212,7 +212,7 @@ async def _read(stream: ByteReceiveStream | None, cap: int, sink: list[bytes]) -
 
 
 async def _git(cwd: str, args: Sequence[str], env: dict[str, str]) -> _Run:
-    exe = shutil.which("git")
+    exe = trusted_programs.which("git")
     if exe is None:
         raise ToolError(
             ErrorKind.UNAVAILABLE, "git is not installed: no 'git' program on PATH", tool="git"
