@@ -11,7 +11,8 @@ skips, like a careful ``which``:
 
 * a ``PATH`` entry, or the file it finds (the link and the file it resolves to), inside a
   folder commands may write: a workspace or ``[sandbox] writable_roots`` entry this process
-  serves, a sandbox's private temp folder or home (:func:`distrust_folders`);
+  serves, a sandbox's private temp folder or home (:func:`distrust_folders`), unless it is
+  the server's own environment (``sys.prefix``), which the sandbox keeps read-only;
 * a file or any folder above it that is owned by another user than root or the server's
   own user, or writable by group or others (a sticky folder such as ``/tmp`` is accepted
   above a folder of the server's own user: others cannot rename or replace that).
@@ -99,6 +100,16 @@ def _bad_owner_or_mode(path: str) -> str | None:
         current = parent
 
 
+def _own_environment() -> tuple[str, ...]:
+    """The server's own environment (``sys.prefix``; the ``rg`` of the ``ripgrep`` wheel
+    lives in its ``bin/``). Inside a writable root it stays trusted: the sandbox keeps it
+    read-only for commands (bubblewrap) or refuses commands (Landlock), see
+    :mod:`octos_tools.sandbox._own_code`."""
+    import sys
+
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix)))
+
+
 def why_untrusted(path: str | os.PathLike[str]) -> str | None:
     """Why the server must not run the program ``path``, or ``None`` when it may.
 
@@ -110,9 +121,10 @@ def why_untrusted(path: str | os.PathLike[str]) -> str | None:
         return f"{text} is not an executable file"
     real = os.path.realpath(text)
     roots = distrusted_folders()
+    own = _own_environment()
     for candidate in dict.fromkeys((text, os.path.realpath(os.path.dirname(text)), real)):
         root = _under(candidate, roots)
-        if root is not None:
+        if root is not None and _under(os.path.realpath(candidate), own) is None:
             return f"{candidate} lies in {root}, which sandboxed commands may write"
     for candidate in dict.fromkeys((os.path.dirname(text), real)):
         bad = _bad_owner_or_mode(candidate)

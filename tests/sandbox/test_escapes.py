@@ -152,6 +152,34 @@ def test_group_writable_program_folder_is_not_trusted(tmp_path: Path) -> None:
     assert trusted_programs.why_untrusted(prog) is not None
 
 
+def test_the_servers_own_environment_stays_trusted_inside_a_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ripgrep wheel's ``rg`` lives in the server's own venv; a project that installs
+    octos-tools in its ``.venv`` serves itself: that venv is read-only for commands
+    (``sandbox/_own_code.py``), so its programs stay trusted; a planted one next door
+    does not."""
+    import sys
+
+    from octos_tools import trusted_programs
+
+    env = tmp_path / "project" / ".venv"
+    (env / "bin").mkdir(parents=True)
+    own = env / "bin" / "rg"
+    own.write_text("#!/bin/sh\n")
+    own.chmod(0o755)
+    planted = tmp_path / "project" / "tools" / "rg"
+    planted.parent.mkdir()
+    planted.write_text("#!/bin/sh\n")
+    planted.chmod(0o755)
+    monkeypatch.setattr(sys, "prefix", str(env))
+    monkeypatch.setattr(sys, "exec_prefix", str(env))
+    monkeypatch.setattr(trusted_programs, "_folders", {str(tmp_path / "project"): None})
+    monkeypatch.setattr(trusted_programs, "_cache", {})
+    assert trusted_programs.why_untrusted(own) is None
+    assert "which sandboxed commands may write" in (trusted_programs.why_untrusted(planted) or "")
+
+
 # ---------------------------------------------------------------- #21 hook programs
 
 

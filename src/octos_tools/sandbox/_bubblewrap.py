@@ -99,9 +99,11 @@ def bwrap_args(
     if unshare_net:
         args.append("--unshare-net")
     args += ["--bind", tmpdir, "/tmp"]
+    shown: list[str] = []
     for path in visible:
         if _under(path, ["/tmp"]) and not _under(path, writable) and os.path.isdir(path):
             args += ["--ro-bind", path, path]
+            shown.append(path)
     for root in writable:
         args += ["--bind", root, root]
     if home_bind is not None:
@@ -113,7 +115,9 @@ def bwrap_args(
         args += ["--bind", folder, folder]
     for path in read_only:
         if not _under(path, writable):
-            if os.path.lexists(path) and _under(path, ["/tmp"]):
+            # read-only already, except under the replaced /tmp; inside a folder shown
+            # read-only there it is too (a bind onto a link in it would fail)
+            if os.path.lexists(path) and _under(path, ["/tmp"]) and not _under(path, shown):
                 args += ["--ro-bind", path, path]
             continue
         how = _read_only_mount(path)
