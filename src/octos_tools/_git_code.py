@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GitCodePaths", "code_paths", "enclosing_gitdirs", "write_refusal"]
+__all__ = ["GitCodePaths", "code_paths", "enclosing_gitdirs", "gitfile_target", "write_refusal"]
 
 _Print = tuple[int, int, int, int] | None
 
@@ -182,7 +182,7 @@ def enclosing_gitdirs(root: str, parts: Sequence[str]) -> list[tuple[str, str]]:
             if not inside:
                 break
         elif os.path.isfile(dot_git):
-            target = _gitfile_target(dot_git)
+            target = gitfile_target(dot_git)
             if target is not None:
                 out.append((target, folder))
                 if not inside:
@@ -196,7 +196,9 @@ def enclosing_gitdirs(root: str, parts: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _gitfile_target(dot_git: str) -> str | None:
+def gitfile_target(dot_git: str) -> str | None:
+    """The folder a ``.git`` file points to (``gitdir: PATH``, relative to the file's
+    folder), or ``None`` when it is not such a file."""
     try:
         with open(dot_git, encoding="utf-8", errors="replace") as fh:
             line = fh.readline(4096).strip()

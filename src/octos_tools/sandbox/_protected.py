@@ -96,15 +96,7 @@ def unreadable_paths(
 
 def gitdir_of(dot_git: str) -> str | None:
     """The folder a ``.git`` file points to (``gitdir: PATH``), or ``None``."""
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as fh:
-            line = fh.readline(4096).strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    target = line[len("gitdir:") :].strip()
-    return os.path.normpath(os.path.join(os.path.dirname(dot_git), target))
+    return _git_code.gitfile_target(dot_git)
 
 
 def hooks_path(gitdir: str, worktree: str) -> str | None:
