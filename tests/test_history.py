@@ -255,3 +255,26 @@ async def test_the_users_repository_is_untouched_after_100_checkpoints(tmp_path:
     assert sorted(git("status", "--porcelain").splitlines()) == sorted(
         [*status.splitlines(), "?? cmd.txt", "?? work.txt"]
     )
+
+
+async def test_a_folder_turned_into_a_link_and_back_keeps_the_store_working(
+    tmp_path: Path,
+) -> None:
+    """A path that changes between file, folder and link (a D/F conflict in the store's
+    index) must not wedge the history: every later checkpoint and restore works."""
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / "f.txt").write_text("f\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    reg = _registry(ws)
+    link = f"rm d/f.txt; rmdir d; ln -s {outside} d"
+    res = await run(reg, "exec_command", {"cmd": link})
+    assert res.success and "checkpoint_skipped" not in (res.structured_metadata or {}), res.output
+    base = (await _log(reg))[-1]["commit"]
+    res = await run(reg, "workspace_restore", {"commit": base, "force": True})
+    assert res.success, res.output
+    assert (ws / "d" / "f.txt").read_text() == "f\n" and not (ws / "d").is_symlink()
+    res = await run(reg, "exec_command", {"cmd": "echo x > d/g.txt"})
+    assert res.success and "checkpoint_skipped" not in (res.structured_metadata or {}), res.output
+    await reg.aclose()

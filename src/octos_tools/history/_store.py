@@ -449,7 +449,9 @@ class HistoryStore:
                 continue
             update.append(rel)
         if update:
-            self.git.run("update-index", "-z", "--add", "--remove", "--stdin", data=_z(update))
+            self.git.run(
+                "update-index", "-z", "--add", "--remove", "--replace", "--stdin", data=_z(update)
+            )
         if drop:
             self.git.run("update-index", "-z", "--force-remove", "--stdin", data=_z(drop))
         scan.changed = sorted(set(update) | set(drop))
