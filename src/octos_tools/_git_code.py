@@ -25,13 +25,19 @@ folder and config files only.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GitCodePaths", "code_paths", "enclosing_gitdirs", "gitfile_target", "write_refusal"]
+__all__ = [
+    "GitCodePaths",
+    "code_paths",
+    "enclosing_gitdirs",
+    "gitfile_target",
+    "neutral_git_env",
+    "write_refusal",
+]
 
 _Print = tuple[int, int, int, int] | None
 
@@ -122,23 +128,34 @@ def _include_target(origin: str, value: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(origin), value))
 
 
-def _list_config(gitdir: str, worktree: str) -> list[tuple[str, str, str]] | None:
-    """``(origin file, key, value)`` of every entry git reads for the repository, or
-    ``None`` when git is missing or fails."""
-    exe = shutil.which("git")
-    if exe is None:
-        return None
-    env = {
+def neutral_git_env(gitdir: str, home: str) -> dict[str, str]:
+    """The environment the server's own reads of a repository run git with: ``PATH``, the
+    C locale, ``GIT_DIR`` explicit (no discovery, no ownership check), no system or global
+    config, no optional locks, no prompt. ``home``: ``HOME`` for git (where ``~/`` in an
+    include points)."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LC_ALL": "C",
         "LANG": "C",
-        "HOME": os.path.expanduser("~"),
+        "HOME": home,
         "GIT_DIR": gitdir,
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_TERMINAL_PROMPT": "0",
     }
+
+
+def _list_config(gitdir: str, worktree: str) -> list[tuple[str, str, str]] | None:
+    """``(origin file, key, value)`` of every entry git reads for the repository, or
+    ``None`` when git is missing or fails (git found by
+    :func:`octos_tools.trusted_programs.which`: never one a command planted)."""
+    from . import trusted_programs
+
+    exe = trusted_programs.which("git")
+    if exe is None:
+        return None
+    env = neutral_git_env(gitdir, os.path.expanduser("~"))
     cwd = worktree if os.path.isdir(worktree) else gitdir
     try:
         proc = subprocess.run(

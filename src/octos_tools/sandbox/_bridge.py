@@ -134,13 +134,12 @@ class BubblewrapBridge:
 def bubblewrap_way() -> str:
     """How :func:`for_bubblewrap` bridges here: ``pre-made namespace`` or ``python bridge``
     (measured once per process by :func:`._netns.available`)."""
-    import shutil
-
+    from .. import trusted_programs
     from . import _netns
 
     return (
         "pre-made namespace"
-        if _netns.available(shutil.which("bwrap") or "bwrap") is not None
+        if _netns.available(trusted_programs.which("bwrap") or "bwrap") is not None
         else "python bridge"
     )
 

@@ -15,6 +15,7 @@ import os
 import subprocess
 
 from .. import trusted_programs
+from .._git_code import neutral_git_env
 
 __all__ = ["gitlinks"]
 
@@ -28,17 +29,7 @@ def gitlinks(gitdir: str) -> list[str]:
     exe = trusted_programs.which("git")
     if exe is None or not os.path.isfile(os.path.join(gitdir, "index")):
         return []
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LC_ALL": "C",
-        "LANG": "C",
-        "HOME": gitdir,
-        "GIT_DIR": gitdir,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-    }
+    env = neutral_git_env(gitdir, home=gitdir)
     argv = [exe, "--no-replace-objects"]
     for item in _CONFIG:
         argv += ["-c", item]
